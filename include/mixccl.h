@@ -1,0 +1,210 @@
+/*
+ * mixccl: a unified heterogeneous collective communication library.
+ *
+ * The public C ABI. It has NCCL's shape: a program written against NCCL ports by renaming
+ * the "nccl" prefix to "mixccl"; result codes, datatypes and reduction ops have NCCL's values.
+ *
+ * Completion semantics on host memory
+ * -----------------------------------
+ * A stream argument is a vendor stream (cudaStream_t, hipStream_t, ...) passed through to the
+ * rank's device adaptor. On host (CPU) memory the stream must be NULL, and then every
+ * communication call returns only once the operation is complete: the receive buffers hold the
+ * result and the send buffers may be reused. Inside mixcclGroupStart/mixcclGroupEnd the calls
+ * are only recorded; they are executed, and complete, when the outermost mixcclGroupEnd returns.
+ *
+ * Errors
+ * ------
+ * Every call returns a mixcclResult_t. A failed call logs one message (see MIXCCL_DEBUG) and
+ * stores it for mixcclGetLastError. Bad arguments return mixcclInvalidArgument or
+ * mixcclInvalidUsage, send nothing, and leave the communicator usable. A failed or unreachable
+ * peer turns pending and later operations into mixcclRemoteError or mixcclTimeout within the
+ * communicator's timeout (MIXCCL_TIMEOUT_S or mixcclConfig_t.timeout).
+ *
+ * Thread safety: like NCCL, a communicator must not be used by two threads at once, except for
+ * mixcclCommAbort and mixcclCommGetAsyncError, which may be called from any thread.
+ */
+#ifndef MIXCCL_H_
+#define MIXCCL_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MIXCCL_MAJOR 0
+#define MIXCCL_MINOR 1
+#define MIXCCL_PATCH 0
+#define MIXCCL_SUFFIX ""
+#define MIXCCL_VERSION(X, Y, Z) ((X) * 10000 + (Y) * 100 + (Z))
+#define MIXCCL_VERSION_CODE MIXCCL_VERSION(MIXCCL_MAJOR, MIXCCL_MINOR, MIXCCL_PATCH)
+
+/* Opaque communicator handle. */
+typedef struct mixcclComm* mixcclComm_t;
+
+/* A vendor stream (cudaStream_t, ...); NULL on host memory. */
+typedef void* mixcclStream_t;
+
+#define MIXCCL_UNIQUE_ID_BYTES 128
+/* Identifies one rendezvous. Holds the root's address and a random secret that every
+ * connection of the communicator must prove it knows; treat it like a password. */
+typedef struct {
+  char internal[MIXCCL_UNIQUE_ID_BYTES];
+} mixcclUniqueId;
+
+typedef enum {
+  mixcclSuccess = 0,
+  mixcclUnhandledDeviceError = 1,
+  mixcclSystemError = 2,
+  mixcclInternalError = 3,
+  mixcclInvalidArgument = 4,
+  mixcclInvalidUsage = 5,
+  mixcclRemoteError = 6,
+  mixcclInProgress = 7,
+  mixcclTimeout = 8,
+  mixcclNumResults = 9
+} mixcclResult_t;
+
+typedef enum {
+  mixcclInt8 = 0,
+  mixcclChar = 0,
+  mixcclUint8 = 1,
+  mixcclInt32 = 2,
+  mixcclInt = 2,
+  mixcclUint32 = 3,
+  mixcclInt64 = 4,
+  mixcclUint64 = 5,
+  mixcclFloat16 = 6,
+  mixcclHalf = 6,
+  mixcclFloat32 = 7,
+  mixcclFloat = 7,
+  mixcclFloat64 = 8,
+  mixcclDouble = 8,
+  mixcclBfloat16 = 9,
+  mixcclFloat8e4m3 = 10,
+  mixcclFloat8e5m2 = 11,
+  mixcclNumTypes = 12
+} mixcclDataType_t;
+
+/* Integer Avg truncates like integer division. Float16, Bfloat16 and the Float8 types are
+ * converted to float32 for each reduction and rounded once to the wire type. */
+typedef enum {
+  mixcclSum = 0,
+  mixcclProd = 1,
+  mixcclMax = 2,
+  mixcclMin = 3,
+  mixcclAvg = 4,
+  mixcclNumOps = 5
+} mixcclRedOp_t;
+
+#define MIXCCL_SPLIT_NOCOLOR (-1)
+#define MIXCCL_CONFIG_UNDEF_INT INT32_MIN
+#define MIXCCL_CONFIG_UNDEF_PTR NULL
+
+/* Per-communicator configuration. Always start from MIXCCL_CONFIG_INITIALIZER; fields left
+ * undefined take their value from the environment (docs/environment.md) or the default. */
+typedef struct mixcclConfig_v1 {
+  size_t size;           /* sizeof(mixcclConfig_t), set by the initializer */
+  unsigned int magic;    /* MIXCCL_CONFIG_MAGIC */
+  unsigned int version;  /* MIXCCL_VERSION_CODE of the header the caller compiled against */
+  int blocking;          /* 1 (default): init and calls block; 0: they may return InProgress */
+  int timeout;           /* seconds every wait is bounded by; default MIXCCL_TIMEOUT_S or 300 */
+  const char* netName;   /* network transport: "socket" (default) */
+  const char* commName;  /* a name shown in logs */
+  const char* adaptor;   /* device adaptor: "host" (default); see MIXCCL_ADAPTOR */
+  int nsocksPerPeer;     /* TCP connections per peer; default MIXCCL_NSOCKS_PERPEER or 2 */
+} mixcclConfig_t;
+
+#define MIXCCL_CONFIG_MAGIC 0x6d697863u /* "mixc" */
+#define MIXCCL_CONFIG_INITIALIZER                                                          \
+  {                                                                                        \
+    sizeof(mixcclConfig_t), MIXCCL_CONFIG_MAGIC, MIXCCL_VERSION_CODE,                      \
+        MIXCCL_CONFIG_UNDEF_INT, MIXCCL_CONFIG_UNDEF_INT, MIXCCL_CONFIG_UNDEF_PTR,         \
+        MIXCCL_CONFIG_UNDEF_PTR, MIXCCL_CONFIG_UNDEF_PTR, MIXCCL_CONFIG_UNDEF_INT          \
+  }
+
+/* Version of the library that is loaded, as MIXCCL_VERSION_CODE. */
+mixcclResult_t mixcclGetVersion(int* version);
+
+/* Creates a unique id and starts the rendezvous root in this process. Call it on one rank and
+ * pass the id to all the others. With MIXCCL_COMM_ID=host:port set, every rank may call it
+ * and gets the same id, and rank 0 hosts the root at that address. */
+mixcclResult_t mixcclGetUniqueId(mixcclUniqueId* uniqueId);
+
+mixcclResult_t mixcclCommInitRank(mixcclComm_t* comm, int nranks, mixcclUniqueId commId, int rank);
+mixcclResult_t mixcclCommInitRankConfig(mixcclComm_t* comm, int nranks, mixcclUniqueId commId,
+                                        int rank, mixcclConfig_t* config);
+/* One process, one rank per entry of devlist (NULL: devices 0..ndev-1). */
+mixcclResult_t mixcclCommInitAll(mixcclComm_t* comms, int ndev, const int* devlist);
+/* Collective over comm: ranks with the same color form a new communicator, ordered by key then
+ * by old rank. color MIXCCL_SPLIT_NOCOLOR gives *newcomm = NULL. config NULL: inherit comm's. */
+mixcclResult_t mixcclCommSplit(mixcclComm_t comm, int color, int key, mixcclComm_t* newcomm,
+                               mixcclConfig_t* config);
+/* Completes all outstanding operations; the communicator accepts no more work afterwards. */
+mixcclResult_t mixcclCommFinalize(mixcclComm_t comm);
+/* Frees the communicator. Never hangs, also after an error. */
+mixcclResult_t mixcclCommDestroy(mixcclComm_t comm);
+/* Stops all work at once (callable from any thread); blocked calls return with an error. */
+mixcclResult_t mixcclCommAbort(mixcclComm_t comm);
+/* Reports the state of asynchronous work: mixcclSuccess, mixcclInProgress, or the error. */
+mixcclResult_t mixcclCommGetAsyncError(mixcclComm_t comm, mixcclResult_t* asyncError);
+
+const char* mixcclGetErrorString(mixcclResult_t result);
+/* The message of the last error on comm (or, with comm NULL, of the calling thread). */
+const char* mixcclGetLastError(mixcclComm_t comm);
+
+mixcclResult_t mixcclCommCount(const mixcclComm_t comm, int* count);
+mixcclResult_t mixcclCommUserRank(const mixcclComm_t comm, int* rank);
+mixcclResult_t mixcclCommDevice(const mixcclComm_t comm, int* device);
+
+/* Collectives. count is the element count per rank where NCCL says so (AllGather,
+ * ReduceScatter, AlltoAll, Gather, Scatter). In-place when the buffers are the same pointer
+ * (AllGather: sendbuff == recvbuff + rank*count; ReduceScatter: recvbuff == sendbuff +
+ * rank*count; Gather and Scatter likewise at the root). */
+mixcclResult_t mixcclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                               mixcclDataType_t datatype, mixcclRedOp_t op, mixcclComm_t comm,
+                               mixcclStream_t stream);
+mixcclResult_t mixcclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                               mixcclDataType_t datatype, int root, mixcclComm_t comm,
+                               mixcclStream_t stream);
+/* recvbuff may be NULL on ranks other than root. */
+mixcclResult_t mixcclReduce(const void* sendbuff, void* recvbuff, size_t count,
+                            mixcclDataType_t datatype, mixcclRedOp_t op, int root,
+                            mixcclComm_t comm, mixcclStream_t stream);
+mixcclResult_t mixcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                               mixcclDataType_t datatype, mixcclComm_t comm,
+                               mixcclStream_t stream);
+mixcclResult_t mixcclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                   mixcclDataType_t datatype, mixcclRedOp_t op,
+                                   mixcclComm_t comm, mixcclStream_t stream);
+/* count elements go to each peer: sendbuff and recvbuff hold nranks*count elements. */
+mixcclResult_t mixcclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
+                              mixcclDataType_t datatype, mixcclComm_t comm,
+                              mixcclStream_t stream);
+/* recvbuff (nranks*count elements) is used at root only. */
+mixcclResult_t mixcclGather(const void* sendbuff, void* recvbuff, size_t count,
+                            mixcclDataType_t datatype, int root, mixcclComm_t comm,
+                            mixcclStream_t stream);
+/* sendbuff (nranks*count elements) is used at root only. */
+mixcclResult_t mixcclScatter(const void* sendbuff, void* recvbuff, size_t count,
+                             mixcclDataType_t datatype, int root, mixcclComm_t comm,
+                             mixcclStream_t stream);
+
+/* Point to point. Sends and receives between two ranks match in the order they are issued.
+ * Put matching sends and receives into one group to avoid deadlock. */
+mixcclResult_t mixcclSend(const void* sendbuff, size_t count, mixcclDataType_t datatype,
+                          int peer, mixcclComm_t comm, mixcclStream_t stream);
+mixcclResult_t mixcclRecv(void* recvbuff, size_t count, mixcclDataType_t datatype, int peer,
+                          mixcclComm_t comm, mixcclStream_t stream);
+
+/* Groups nest; the work recorded inside runs at the outermost GroupEnd, point-to-point
+ * operations of the group all in flight together. */
+mixcclResult_t mixcclGroupStart(void);
+mixcclResult_t mixcclGroupEnd(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MIXCCL_H_ */

@@ -1,0 +1,45 @@
+// The collective algorithms of the host path, each a short sequence of sends, receives and
+// reductions over Transfers. Buffers are host memory; counts are elements; every function
+// returns only when its ops are finished.
+#pragma once
+
+#include <cstddef>
+
+#include "algo/transfers.h"
+#include "core/result.h"
+#include "mixccl.h"
+
+namespace mixccl {
+
+struct CollContext {
+  int rank;
+  int nranks;
+  Transfers& transfers;
+  size_t chunkBytes;  // pipelining unit
+};
+
+Result ringAllReduce(CollContext& c, const void* sendbuf, void* recvbuf, size_t count,
+                     mixcclDataType_t type, mixcclRedOp_t op);
+Result recursiveDoublingAllReduce(CollContext& c, const void* sendbuf, void* recvbuf,
+                                  size_t count, mixcclDataType_t type, mixcclRedOp_t op);
+Result ringAllGather(CollContext& c, const void* sendbuf, void* recvbuf, size_t count,
+                     mixcclDataType_t type);
+Result ringReduceScatter(CollContext& c, const void* sendbuf, void* recvbuf, size_t count,
+                         mixcclDataType_t type, mixcclRedOp_t op);
+Result chainBroadcast(CollContext& c, const void* sendbuf, void* recvbuf, size_t count,
+                      mixcclDataType_t type, int root);
+Result chainReduce(CollContext& c, const void* sendbuf, void* recvbuf, size_t count,
+                   mixcclDataType_t type, mixcclRedOp_t op, int root);
+Result pairwiseAlltoAll(CollContext& c, const void* sendbuf, void* recvbuf, size_t count,
+                        mixcclDataType_t type);
+Result directGather(CollContext& c, const void* sendbuf, void* recvbuf, size_t count,
+                    mixcclDataType_t type, int root);
+Result directScatter(CollContext& c, const void* sendbuf, void* recvbuf, size_t count,
+                     mixcclDataType_t type, int root);
+
+enum class AllReduceAlgo { Ring, RecursiveDoubling };
+// MIXCCL_ALGO=ring|rd forces one; otherwise messages below MIXCCL_RD_THRESHOLD bytes take
+// recursive doubling (log2 n latency steps) and larger ones the bandwidth-optimal ring.
+AllReduceAlgo chooseAllReduceAlgo(size_t bytes, int nranks);
+
+}  // namespace mixccl

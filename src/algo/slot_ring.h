@@ -1,0 +1,32 @@
+// A small ring of chunk-sized scratch slots for pipelined algorithms: a slot is handed out
+// again only after the send that last read it has finished.
+#pragma once
+
+#include <vector>
+
+#include "algo/transfers.h"
+
+namespace mixccl {
+
+class SlotRing {
+ public:
+  SlotRing(size_t slots, size_t slotBytes)
+      : slotBytes_(slotBytes), data_(slots * slotBytes), lastSend_(slots, nullptr) {}
+
+  // The slot for unit u, once the send that used it before has left.
+  Result acquire(Transfers& t, size_t u, char** slot) {
+    size_t i = u % lastSend_.size();
+    MIXCCL_CHECK(t.wait(lastSend_[i]));
+    lastSend_[i] = nullptr;
+    *slot = data_.data() + i * slotBytes_;
+    return mixcclSuccess;
+  }
+  void releaseAfter(size_t u, ProxyOp* send) { lastSend_[u % lastSend_.size()] = send; }
+
+ private:
+  size_t slotBytes_;
+  std::vector<char> data_;
+  std::vector<ProxyOp*> lastSend_;
+};
+
+}  // namespace mixccl

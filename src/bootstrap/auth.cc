@@ -1,0 +1,97 @@
+#include "bootstrap/auth.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
+#include <cstring>
+
+#include "core/error.h"
+
+namespace mixccl {
+namespace {
+
+constexpr uint32_t kHelloMagic = 0x3143584d;  // "MXC1"
+constexpr uint32_t kProtocolVersion = 1;
+constexpr size_t kNonceBytes = 16;
+constexpr size_t kMacBytes = 32;
+
+struct ClientHello {
+  uint32_t magic;
+  uint32_t version;
+  uint8_t nonce[kNonceBytes];
+};
+struct ServerChallenge {
+  uint32_t magic;
+  uint32_t version;
+  uint8_t nonce[kNonceBytes];
+  uint8_t mac[kMacBytes];
+};
+struct ClientProof {
+  uint8_t mac[kMacBytes];
+};
+
+// HMAC(secret, role || clientNonce || serverNonce): the role string keeps the server's proof
+// from being reflected back as the client's.
+Result computeMac(const Secret& secret, const char* role, const uint8_t* clientNonce,
+                  const uint8_t* serverNonce, uint8_t* out) {
+  uint8_t msg[16 + 2 * kNonceBytes] = {0};
+  strncpy(reinterpret_cast<char*>(msg), role, 15);
+  memcpy(msg + 16, clientNonce, kNonceBytes);
+  memcpy(msg + 16 + kNonceBytes, serverNonce, kNonceBytes);
+  unsigned int len = 0;
+  if (!HMAC(EVP_sha256(), secret.bytes, sizeof(secret.bytes), msg, sizeof(msg), out, &len) ||
+      len != kMacBytes)
+    return raiseError(mixcclSystemError, "HMAC-SHA256 failed");
+  return mixcclSuccess;
+}
+
+}  // namespace
+
+Result randomBytes(void* buf, size_t n) {
+  if (RAND_bytes(static_cast<unsigned char*>(buf), (int)n) != 1)
+    return raiseError(mixcclSystemError, "cannot get random bytes from OpenSSL");
+  return mixcclSuccess;
+}
+
+Result authenticateClient(const Socket& s, const Secret& secret, const Deadline& deadline,
+                          const char* what) {
+  ClientHello hello{kHelloMagic, kProtocolVersion, {}};
+  MIXCCL_CHECK(randomBytes(hello.nonce, kNonceBytes));
+  MIXCCL_CHECK(sendAllBefore(s, &hello, sizeof(hello), deadline, what));
+  ServerChallenge ch;
+  MIXCCL_CHECK(recvAllBefore(s, &ch, sizeof(ch), deadline, what));
+  if (ch.magic != kHelloMagic || ch.version != kProtocolVersion)
+    return raiseError(mixcclRemoteError, "%s does not speak mixccl protocol %u", what,
+                      kProtocolVersion);
+  uint8_t expected[kMacBytes];
+  MIXCCL_CHECK(computeMac(secret, "server", hello.nonce, ch.nonce, expected));
+  if (CRYPTO_memcmp(expected, ch.mac, kMacBytes) != 0)
+    return raiseError(mixcclRemoteError,
+                      "%s failed authentication: it does not know this unique id's secret", what);
+  ClientProof proof;
+  MIXCCL_CHECK(computeMac(secret, "client", hello.nonce, ch.nonce, proof.mac));
+  return sendAllBefore(s, &proof, sizeof(proof), deadline, what);
+}
+
+Result authenticateServer(const Socket& s, const Secret& secret, const Deadline& deadline,
+                          const char* what) {
+  ClientHello hello;
+  MIXCCL_CHECK(recvAllBefore(s, &hello, sizeof(hello), deadline, what));
+  if (hello.magic != kHelloMagic || hello.version != kProtocolVersion)
+    return raiseError(mixcclRemoteError, "refused connection from %s: not a mixccl peer", what);
+  ServerChallenge ch{kHelloMagic, kProtocolVersion, {}, {}};
+  MIXCCL_CHECK(randomBytes(ch.nonce, kNonceBytes));
+  MIXCCL_CHECK(computeMac(secret, "server", hello.nonce, ch.nonce, ch.mac));
+  MIXCCL_CHECK(sendAllBefore(s, &ch, sizeof(ch), deadline, what));
+  ClientProof proof;
+  MIXCCL_CHECK(recvAllBefore(s, &proof, sizeof(proof), deadline, what));
+  uint8_t expected[kMacBytes];
+  MIXCCL_CHECK(computeMac(secret, "client", hello.nonce, ch.nonce, expected));
+  if (CRYPTO_memcmp(expected, proof.mac, kMacBytes) != 0)
+    return raiseError(mixcclRemoteError, "refused connection from %s: wrong secret", what);
+  return mixcclSuccess;
+}
+
+}  // namespace mixccl

@@ -1,0 +1,16 @@
+// The rank side of the rendezvous: send this rank's PeerInfo, receive everyone's.
+#pragma once
+
+#include <vector>
+
+#include "bootstrap/peer_info.h"
+#include "bootstrap/unique_id.h"
+#include "core/clock.h"
+#include "core/result.h"
+
+namespace mixccl {
+
+Result rendezvous(const UniqueIdData& id, int rank, int nranks, const PeerInfo& mine,
+                  const Deadline& deadline, std::vector<PeerInfo>* all);
+
+}  // namespace mixccl

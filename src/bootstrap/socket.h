@@ -1,0 +1,56 @@
+// A TCP socket owned by RAII, and the deadline-bounded blocking helpers that bootstrap uses.
+// (The data path uses the same fds nonblocking from the proxy thread.)
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "bootstrap/socket_address.h"
+#include "core/clock.h"
+#include "core/result.h"
+
+namespace mixccl {
+
+class Socket {
+ public:
+  Socket() = default;
+  explicit Socket(int fd) : fd_(fd) {}
+  ~Socket() { close(); }
+  Socket(Socket&& o) noexcept : fd_(o.release()) {}
+  Socket& operator=(Socket&& o) noexcept {
+    if (this != &o) { close(); fd_ = o.release(); }
+    return *this;
+  }
+  Socket(const Socket&) = delete;
+  Socket& operator=(const Socket&) = delete;
+
+  int fd() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  int release() { int f = fd_; fd_ = -1; return f; }
+  void close();
+  // Shuts both directions down so a thread blocked on the fd wakes up.
+  void shutdown();
+
+ private:
+  int fd_ = -1;
+};
+
+// Listens on addr (port 0 picks a free port); *bound receives the actual address.
+Result listenOn(const SocketAddress& addr, Socket* listener, SocketAddress* bound);
+// Accepts one connection before the deadline; *peer receives the remote address.
+Result acceptBefore(const Socket& listener, const Deadline& deadline, Socket* conn,
+                    SocketAddress* peer);
+// Connects, retrying refused/unreachable attempts until the deadline (the other side may not
+// be listening yet).
+Result connectBefore(const SocketAddress& addr, const Deadline& deadline, Socket* conn);
+
+// Blocking-with-deadline whole-buffer transfers. what names the peer in error messages.
+Result sendAllBefore(const Socket& s, const void* buf, size_t n, const Deadline& deadline,
+                     const char* what);
+Result recvAllBefore(const Socket& s, void* buf, size_t n, const Deadline& deadline,
+                     const char* what);
+
+Result setNonBlocking(int fd, bool on);
+void setTcpOptions(int fd);  // TCP_NODELAY, keepalive, large buffers
+
+}  // namespace mixccl

@@ -1,0 +1,229 @@
+// The public collective and point-to-point calls: check arguments, then run or record.
+#include "algo/algorithms.h"
+#include "core/api_support.h"
+#include "core/args.h"
+#include "core/group.h"
+
+using namespace mixccl;
+
+namespace {
+
+Result submitCollective(Comm* comm, const char* fn, std::function<Result(CollContext&)> run) {
+  WorkItem w;
+  w.comm = comm;
+  w.name = fn;
+  w.kind = WorkItem::Kind::Collective;
+  w.run = std::move(run);
+  return submitWork(std::move(w));
+}
+
+Result commonChecks(const char* fn, Comm* comm, mixcclDataType_t type, mixcclStream_t stream) {
+  MIXCCL_CHECK(checkCommUsable(fn, comm));
+  MIXCCL_CHECK(checkDataType(fn, type));
+  return checkStream(fn, stream);
+}
+
+Result allReduce(const void* sendbuff, void* recvbuff, size_t count, mixcclDataType_t type,
+                 mixcclRedOp_t op, Comm* comm, mixcclStream_t stream) {
+  const char* fn = "mixcclAllReduce";
+  size_t bytes;
+  MIXCCL_CHECK(commonChecks(fn, comm, type, stream));
+  MIXCCL_CHECK(checkRedOp(fn, op));
+  MIXCCL_CHECK(checkBuffer(fn, "sendbuff", sendbuff, count, 1, type, &bytes));
+  MIXCCL_CHECK(checkBuffer(fn, "recvbuff", recvbuff, count, 1, type, &bytes));
+  AllReduceAlgo algo = chooseAllReduceAlgo(bytes, comm->nranks);
+  return submitCollective(comm, fn, [=](CollContext& c) {
+    return algo == AllReduceAlgo::Ring
+               ? ringAllReduce(c, sendbuff, recvbuff, count, type, op)
+               : recursiveDoublingAllReduce(c, sendbuff, recvbuff, count, type, op);
+  });
+}
+
+Result broadcast(const void* sendbuff, void* recvbuff, size_t count, mixcclDataType_t type,
+                 int root, Comm* comm, mixcclStream_t stream) {
+  const char* fn = "mixcclBroadcast";
+  size_t bytes;
+  MIXCCL_CHECK(commonChecks(fn, comm, type, stream));
+  MIXCCL_CHECK(checkRank(fn, "root", root, comm->nranks));
+  if (comm->rank == root) MIXCCL_CHECK(checkBuffer(fn, "sendbuff", sendbuff, count, 1, type, &bytes));
+  MIXCCL_CHECK(checkBuffer(fn, "recvbuff", recvbuff, count, 1, type, &bytes));
+  return submitCollective(comm, fn, [=](CollContext& c) {
+    return chainBroadcast(c, sendbuff, recvbuff, count, type, root);
+  });
+}
+
+Result reduce(const void* sendbuff, void* recvbuff, size_t count, mixcclDataType_t type,
+              mixcclRedOp_t op, int root, Comm* comm, mixcclStream_t stream) {
+  const char* fn = "mixcclReduce";
+  size_t bytes;
+  MIXCCL_CHECK(commonChecks(fn, comm, type, stream));
+  MIXCCL_CHECK(checkRedOp(fn, op));
+  MIXCCL_CHECK(checkRank(fn, "root", root, comm->nranks));
+  MIXCCL_CHECK(checkBuffer(fn, "sendbuff", sendbuff, count, 1, type, &bytes));
+  if (comm->rank == root) MIXCCL_CHECK(checkBuffer(fn, "recvbuff", recvbuff, count, 1, type, &bytes));
+  return submitCollective(comm, fn, [=](CollContext& c) {
+    return chainReduce(c, sendbuff, recvbuff, count, type, op, root);
+  });
+}
+
+Result allGather(const void* sendbuff, void* recvbuff, size_t count, mixcclDataType_t type,
+                 Comm* comm, mixcclStream_t stream) {
+  const char* fn = "mixcclAllGather";
+  size_t bytes;
+  MIXCCL_CHECK(commonChecks(fn, comm, type, stream));
+  MIXCCL_CHECK(checkBuffer(fn, "sendbuff", sendbuff, count, 1, type, &bytes));
+  MIXCCL_CHECK(checkBuffer(fn, "recvbuff", recvbuff, count, comm->nranks, type, &bytes));
+  return submitCollective(comm, fn, [=](CollContext& c) {
+    return ringAllGather(c, sendbuff, recvbuff, count, type);
+  });
+}
+
+Result reduceScatter(const void* sendbuff, void* recvbuff, size_t count, mixcclDataType_t type,
+                     mixcclRedOp_t op, Comm* comm, mixcclStream_t stream) {
+  const char* fn = "mixcclReduceScatter";
+  size_t bytes;
+  MIXCCL_CHECK(commonChecks(fn, comm, type, stream));
+  MIXCCL_CHECK(checkRedOp(fn, op));
+  MIXCCL_CHECK(checkBuffer(fn, "sendbuff", sendbuff, count, comm->nranks, type, &bytes));
+  MIXCCL_CHECK(checkBuffer(fn, "recvbuff", recvbuff, count, 1, type, &bytes));
+  return submitCollective(comm, fn, [=](CollContext& c) {
+    return ringReduceScatter(c, sendbuff, recvbuff, count, type, op);
+  });
+}
+
+Result alltoAll(const void* sendbuff, void* recvbuff, size_t count, mixcclDataType_t type,
+                Comm* comm, mixcclStream_t stream) {
+  const char* fn = "mixcclAlltoAll";
+  size_t bytes;
+  MIXCCL_CHECK(commonChecks(fn, comm, type, stream));
+  MIXCCL_CHECK(checkBuffer(fn, "sendbuff", sendbuff, count, comm->nranks, type, &bytes));
+  MIXCCL_CHECK(checkBuffer(fn, "recvbuff", recvbuff, count, comm->nranks, type, &bytes));
+  return submitCollective(comm, fn, [=](CollContext& c) {
+    return pairwiseAlltoAll(c, sendbuff, recvbuff, count, type);
+  });
+}
+
+Result gather(const void* sendbuff, void* recvbuff, size_t count, mixcclDataType_t type, int root,
+              Comm* comm, mixcclStream_t stream) {
+  const char* fn = "mixcclGather";
+  size_t bytes;
+  MIXCCL_CHECK(commonChecks(fn, comm, type, stream));
+  MIXCCL_CHECK(checkRank(fn, "root", root, comm->nranks));
+  MIXCCL_CHECK(checkBuffer(fn, "sendbuff", sendbuff, count, 1, type, &bytes));
+  if (comm->rank == root)
+    MIXCCL_CHECK(checkBuffer(fn, "recvbuff", recvbuff, count, comm->nranks, type, &bytes));
+  return submitCollective(comm, fn, [=](CollContext& c) {
+    return directGather(c, sendbuff, recvbuff, count, type, root);
+  });
+}
+
+Result scatter(const void* sendbuff, void* recvbuff, size_t count, mixcclDataType_t type, int root,
+               Comm* comm, mixcclStream_t stream) {
+  const char* fn = "mixcclScatter";
+  size_t bytes;
+  MIXCCL_CHECK(commonChecks(fn, comm, type, stream));
+  MIXCCL_CHECK(checkRank(fn, "root", root, comm->nranks));
+  if (comm->rank == root)
+    MIXCCL_CHECK(checkBuffer(fn, "sendbuff", sendbuff, count, comm->nranks, type, &bytes));
+  MIXCCL_CHECK(checkBuffer(fn, "recvbuff", recvbuff, count, 1, type, &bytes));
+  return submitCollective(comm, fn, [=](CollContext& c) {
+    return directScatter(c, sendbuff, recvbuff, count, type, root);
+  });
+}
+
+Result pointToPoint(const char* fn, WorkItem::Kind kind, const void* buf, size_t count,
+                    mixcclDataType_t type, int peer, Comm* comm, mixcclStream_t stream) {
+  size_t bytes;
+  MIXCCL_CHECK(commonChecks(fn, comm, type, stream));
+  MIXCCL_CHECK(checkRank(fn, "peer", peer, comm->nranks));
+  MIXCCL_CHECK(checkBuffer(fn, "buffer", buf, count, 1, type, &bytes));
+  WorkItem w;
+  w.comm = comm;
+  w.name = fn;
+  w.kind = kind;
+  w.peer = peer;
+  w.buf = const_cast<void*>(buf);
+  w.bytes = bytes;
+  return submitWork(std::move(w));
+}
+
+}  // namespace
+
+#define MIXCCL_ENTRY(fn, comm, call)                  \
+  CommRef ref(comm);                                  \
+  if (!ref) return badComm(fn, comm);                 \
+  return finishCall(ref.get(), call)
+
+MIXCCL_API mixcclResult_t mixcclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                          mixcclDataType_t datatype, mixcclRedOp_t op,
+                                          mixcclComm_t comm, mixcclStream_t stream) {
+  MIXCCL_ENTRY("mixcclAllReduce", comm,
+               allReduce(sendbuff, recvbuff, count, datatype, op, ref.get(), stream));
+}
+
+MIXCCL_API mixcclResult_t mixcclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                                          mixcclDataType_t datatype, int root, mixcclComm_t comm,
+                                          mixcclStream_t stream) {
+  MIXCCL_ENTRY("mixcclBroadcast", comm,
+               broadcast(sendbuff, recvbuff, count, datatype, root, ref.get(), stream));
+}
+
+MIXCCL_API mixcclResult_t mixcclReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                       mixcclDataType_t datatype, mixcclRedOp_t op, int root,
+                                       mixcclComm_t comm, mixcclStream_t stream) {
+  MIXCCL_ENTRY("mixcclReduce", comm,
+               reduce(sendbuff, recvbuff, count, datatype, op, root, ref.get(), stream));
+}
+
+MIXCCL_API mixcclResult_t mixcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                          mixcclDataType_t datatype, mixcclComm_t comm,
+                                          mixcclStream_t stream) {
+  MIXCCL_ENTRY("mixcclAllGather", comm,
+               allGather(sendbuff, recvbuff, sendcount, datatype, ref.get(), stream));
+}
+
+MIXCCL_API mixcclResult_t mixcclReduceScatter(const void* sendbuff, void* recvbuff,
+                                              size_t recvcount, mixcclDataType_t datatype,
+                                              mixcclRedOp_t op, mixcclComm_t comm,
+                                              mixcclStream_t stream) {
+  MIXCCL_ENTRY("mixcclReduceScatter", comm,
+               reduceScatter(sendbuff, recvbuff, recvcount, datatype, op, ref.get(), stream));
+}
+
+MIXCCL_API mixcclResult_t mixcclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
+                                         mixcclDataType_t datatype, mixcclComm_t comm,
+                                         mixcclStream_t stream) {
+  MIXCCL_ENTRY("mixcclAlltoAll", comm,
+               alltoAll(sendbuff, recvbuff, count, datatype, ref.get(), stream));
+}
+
+MIXCCL_API mixcclResult_t mixcclGather(const void* sendbuff, void* recvbuff, size_t count,
+                                       mixcclDataType_t datatype, int root, mixcclComm_t comm,
+                                       mixcclStream_t stream) {
+  MIXCCL_ENTRY("mixcclGather", comm,
+               gather(sendbuff, recvbuff, count, datatype, root, ref.get(), stream));
+}
+
+MIXCCL_API mixcclResult_t mixcclScatter(const void* sendbuff, void* recvbuff, size_t count,
+                                        mixcclDataType_t datatype, int root, mixcclComm_t comm,
+                                        mixcclStream_t stream) {
+  MIXCCL_ENTRY("mixcclScatter", comm,
+               scatter(sendbuff, recvbuff, count, datatype, root, ref.get(), stream));
+}
+
+MIXCCL_API mixcclResult_t mixcclSend(const void* sendbuff, size_t count, mixcclDataType_t datatype,
+                                     int peer, mixcclComm_t comm, mixcclStream_t stream) {
+  MIXCCL_ENTRY("mixcclSend", comm,
+               pointToPoint("mixcclSend", WorkItem::Kind::Send, sendbuff, count, datatype, peer,
+                            ref.get(), stream));
+}
+
+MIXCCL_API mixcclResult_t mixcclRecv(void* recvbuff, size_t count, mixcclDataType_t datatype,
+                                     int peer, mixcclComm_t comm, mixcclStream_t stream) {
+  MIXCCL_ENTRY("mixcclRecv", comm,
+               pointToPoint("mixcclRecv", WorkItem::Kind::Recv, recvbuff, count, datatype, peer,
+                            ref.get(), stream));
+}
+
+MIXCCL_API mixcclResult_t mixcclGroupStart(void) { return groupStart(); }
+MIXCCL_API mixcclResult_t mixcclGroupEnd(void) { return groupEnd(); }

@@ -1,0 +1,240 @@
+// The public communicator calls: ids, init, split, finalize, destroy, abort and queries.
+#include <algorithm>
+#include <cstring>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "algo/algorithms.h"
+#include "bootstrap/unique_id.h"
+#include "core/api_support.h"
+#include "core/env.h"
+#include "core/log.h"
+
+using namespace mixccl;
+
+namespace mixccl {
+Result checkRankArg(const char* fn, int rank, int nranks);
+}
+
+namespace {
+
+Result initRank(Comm** out, int nranks, const mixcclUniqueId& uid, int rank,
+                const mixcclConfig_t* config, int device) {
+  const char* fn = "mixcclCommInitRank";
+  if (!out) return raiseError(mixcclInvalidArgument, "%s: comm pointer is NULL", fn);
+  *out = nullptr;
+  if (nranks < 1) return raiseError(mixcclInvalidArgument, "%s: nranks %d < 1", fn, nranks);
+  MIXCCL_CHECK(checkRankArg(fn, rank, nranks));
+  CommConfig cfg;
+  MIXCCL_CHECK(resolveConfig(config, &cfg));
+  UniqueIdData id;
+  MIXCCL_CHECK(decodeUniqueId(uid, &id));
+  Comm* comm = nullptr;
+  MIXCCL_CHECK(initComm(&comm, nranks, id, rank, cfg, device));
+  registerComm(comm);
+  *out = comm;
+  return mixcclSuccess;
+}
+
+Result splitComm(Comm* parent, int color, int key, Comm** out, const mixcclConfig_t* config) {
+  const char* fn = "mixcclCommSplit";
+  if (!out) return raiseError(mixcclInvalidArgument, "%s: newcomm is NULL", fn);
+  *out = nullptr;
+  if (color < 0 && color != MIXCCL_SPLIT_NOCOLOR)
+    return raiseError(mixcclInvalidArgument, "%s: color %d must be >= 0 or MIXCCL_SPLIT_NOCOLOR",
+                      fn, color);
+  CommConfig cfg = parent->config;
+  if (config) MIXCCL_CHECK(resolveConfig(config, &cfg));
+  std::string why;
+  if (Result failed = parent->proxy->error(&why))
+    return raiseError(failed, "%s: the parent communicator has failed: %s", fn, why.c_str());
+
+  const int n = parent->nranks;
+  Deadline deadline = Deadline::afterSeconds(parent->config.timeoutS);
+  Transfers t(*parent->proxy, deadline);
+  CollContext ctx{parent->rank, n, t, env().chunkBytes};
+  int32_t mine[2] = {color, key};
+  std::vector<int32_t> all(2 * (size_t)n);
+  MIXCCL_CHECK(ringAllGather(ctx, mine, all.data(), 2, mixcclInt32));
+  if (color == MIXCCL_SPLIT_NOCOLOR) return mixcclSuccess;
+
+  std::vector<std::tuple<int, int>> members;  // (key, old rank)
+  for (int r = 0; r < n; ++r)
+    if (all[2 * r] == color) members.emplace_back(all[2 * r + 1], r);
+  std::sort(members.begin(), members.end());
+  int newRank = 0;
+  for (size_t i = 0; i < members.size(); ++i)
+    if (std::get<1>(members[i]) == parent->rank) newRank = (int)i;
+  const int leader = std::get<1>(members[0]);
+
+  // The new communicator's leader opens a fresh rendezvous and tells the others.
+  UniqueIdData id{};
+  if (parent->rank == leader) {
+    MIXCCL_CHECK(createRootedUniqueId(&id));
+    for (size_t i = 1; i < members.size(); ++i) t.send(std::get<1>(members[i]), &id, sizeof(id));
+  } else {
+    t.recv(leader, &id, sizeof(id));
+  }
+  MIXCCL_CHECK(t.waitAll());
+  Comm* comm = nullptr;
+  MIXCCL_CHECK(initComm(&comm, (int)members.size(), id, newRank, cfg, parent->device));
+  registerComm(comm);
+  *out = comm;
+  return mixcclSuccess;
+}
+
+}  // namespace
+
+namespace mixccl {
+Result checkRankArg(const char* fn, int rank, int nranks) {
+  if (rank < 0 || rank >= nranks)
+    return raiseError(mixcclInvalidArgument, "%s: rank %d is out of range [0, %d)", fn, rank,
+                      nranks);
+  return mixcclSuccess;
+}
+}  // namespace mixccl
+
+MIXCCL_API mixcclResult_t mixcclGetVersion(int* version) {
+  if (!version) return raiseError(mixcclInvalidArgument, "mixcclGetVersion: version is NULL");
+  *version = MIXCCL_VERSION_CODE;
+  return mixcclSuccess;
+}
+
+MIXCCL_API mixcclResult_t mixcclGetUniqueId(mixcclUniqueId* uniqueId) {
+  if (!uniqueId) return raiseError(mixcclInvalidArgument, "mixcclGetUniqueId: uniqueId is NULL");
+  UniqueIdData id;
+  if (!env().commId.empty()) {
+    MIXCCL_CHECK(uniqueIdFromEnv(env().commId, env().commSecret, &id));
+  } else {
+    MIXCCL_CHECK(createRootedUniqueId(&id));
+  }
+  encodeUniqueId(id, uniqueId);
+  return mixcclSuccess;
+}
+
+MIXCCL_API mixcclResult_t mixcclCommInitRank(mixcclComm_t* comm, int nranks,
+                                             mixcclUniqueId commId, int rank) {
+  return initRank(comm, nranks, commId, rank, nullptr, -1);
+}
+
+MIXCCL_API mixcclResult_t mixcclCommInitRankConfig(mixcclComm_t* comm, int nranks,
+                                                   mixcclUniqueId commId, int rank,
+                                                   mixcclConfig_t* config) {
+  return initRank(comm, nranks, commId, rank, config, -1);
+}
+
+MIXCCL_API mixcclResult_t mixcclCommInitAll(mixcclComm_t* comms, int ndev, const int* devlist) {
+  const char* fn = "mixcclCommInitAll";
+  if (!comms) return raiseError(mixcclInvalidArgument, "%s: comms is NULL", fn);
+  if (ndev < 1) return raiseError(mixcclInvalidArgument, "%s: ndev %d < 1", fn, ndev);
+  UniqueIdData id;
+  MIXCCL_CHECK(createRootedUniqueId(&id));
+  mixcclUniqueId uid;
+  encodeUniqueId(id, &uid);
+  std::vector<Result> results(ndev, mixcclSuccess);
+  std::vector<std::string> errors(ndev);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < ndev; ++i) {
+    threads.emplace_back([&, i] {
+      results[i] = initRank(&comms[i], ndev, uid, i, nullptr, devlist ? devlist[i] : i);
+      if (results[i] != mixcclSuccess) errors[i] = threadLastError();
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < ndev; ++i) {
+    if (results[i] == mixcclSuccess) continue;
+    for (int j = 0; j < ndev; ++j)
+      if (comms[j]) mixcclCommAbort(comms[j]);
+    return adoptError(results[i], errors[i]);
+  }
+  return mixcclSuccess;
+}
+
+MIXCCL_API mixcclResult_t mixcclCommSplit(mixcclComm_t comm, int color, int key,
+                                          mixcclComm_t* newcomm, mixcclConfig_t* config) {
+  CommRef ref(comm);
+  if (!ref) return badComm("mixcclCommSplit", comm);
+  return finishCall(ref.get(), splitComm(ref.get(), color, key, newcomm, config));
+}
+
+MIXCCL_API mixcclResult_t mixcclCommFinalize(mixcclComm_t comm) {
+  CommRef ref(comm);
+  if (!ref) return badComm("mixcclCommFinalize", comm);
+  // Host-memory calls complete before they return, so nothing is outstanding here.
+  ref->finalized.store(true);
+  std::string why;
+  return finishCall(ref.get(), ref->proxy->error(&why));
+}
+
+MIXCCL_API mixcclResult_t mixcclCommDestroy(mixcclComm_t comm) {
+  if (!comm) return mixcclSuccess;  // like free(NULL) and ncclCommDestroy(NULL)
+  if (!unregisterComm(comm)) return badComm("mixcclCommDestroy", comm);
+  comm->proxy->shutdownGracefully();
+  releaseComm(comm);
+  return mixcclSuccess;
+}
+
+MIXCCL_API mixcclResult_t mixcclCommAbort(mixcclComm_t comm) {
+  if (!comm) return mixcclSuccess;
+  CommRef ref(comm);
+  if (!ref || !unregisterComm(comm)) return badComm("mixcclCommAbort", comm);
+  ref->proxy->abort("rank " + std::to_string(ref->rank) + ": mixcclCommAbort was called");
+  releaseComm(comm);  // the owner's reference; ref keeps it alive until this returns
+  return mixcclSuccess;
+}
+
+MIXCCL_API mixcclResult_t mixcclCommGetAsyncError(mixcclComm_t comm, mixcclResult_t* asyncError) {
+  CommRef ref(comm);
+  if (!ref) return badComm("mixcclCommGetAsyncError", comm);
+  if (!asyncError)
+    return raiseError(mixcclInvalidArgument, "mixcclCommGetAsyncError: asyncError is NULL");
+  *asyncError = ref->proxy->error(nullptr);
+  return mixcclSuccess;
+}
+
+MIXCCL_API const char* mixcclGetErrorString(mixcclResult_t result) {
+  switch (result) {
+    case mixcclSuccess: return "no error";
+    case mixcclUnhandledDeviceError: return "unhandled device error";
+    case mixcclSystemError: return "unhandled system error (network, memory, ...)";
+    case mixcclInternalError: return "internal error - please report this issue";
+    case mixcclInvalidArgument: return "invalid argument";
+    case mixcclInvalidUsage: return "invalid usage";
+    case mixcclRemoteError: return "remote process exited or there was a network error";
+    case mixcclInProgress: return "operation in progress";
+    case mixcclTimeout: return "operation timed out";
+    default: return "unknown result code";
+  }
+}
+
+MIXCCL_API const char* mixcclGetLastError(mixcclComm_t comm) {
+  thread_local std::string copy;
+  CommRef ref(comm);
+  copy = ref ? ref->getLastError() : threadLastError();
+  return copy.c_str();
+}
+
+MIXCCL_API mixcclResult_t mixcclCommCount(const mixcclComm_t comm, int* count) {
+  CommRef ref(comm);
+  if (!ref) return badComm("mixcclCommCount", comm);
+  if (!count) return raiseError(mixcclInvalidArgument, "mixcclCommCount: count is NULL");
+  *count = ref->nranks;
+  return mixcclSuccess;
+}
+
+MIXCCL_API mixcclResult_t mixcclCommUserRank(const mixcclComm_t comm, int* rank) {
+  CommRef ref(comm);
+  if (!ref) return badComm("mixcclCommUserRank", comm);
+  if (!rank) return raiseError(mixcclInvalidArgument, "mixcclCommUserRank: rank is NULL");
+  *rank = ref->rank;
+  return mixcclSuccess;
+}
+
+MIXCCL_API mixcclResult_t mixcclCommDevice(const mixcclComm_t comm, int* device) {
+  CommRef ref(comm);
+  if (!ref) return badComm("mixcclCommDevice", comm);
+  if (!device) return raiseError(mixcclInvalidArgument, "mixcclCommDevice: device is NULL");
+  *device = ref->device;
+  return mixcclSuccess;
+}

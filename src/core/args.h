@@ -1,0 +1,21 @@
+// Argument checks of the public calls. Each returns mixcclInvalidArgument/InvalidUsage with a
+// message naming the call and the argument, before anything is sent.
+#pragma once
+
+#include <cstddef>
+
+#include "core/comm.h"
+
+namespace mixccl {
+
+Result checkDataType(const char* fn, mixcclDataType_t type);
+Result checkRedOp(const char* fn, mixcclRedOp_t op);
+Result checkRank(const char* fn, const char* what, int r, int nranks);
+Result checkStream(const char* fn, mixcclStream_t stream);
+// Buffer of count*multiplier elements of type: not NULL unless empty, byte size not overflowing.
+Result checkBuffer(const char* fn, const char* what, const void* buf, size_t count,
+                   size_t multiplier, mixcclDataType_t type, size_t* bytes);
+// The communicator is usable for new work.
+Result checkCommUsable(const char* fn, Comm* comm);
+
+}  // namespace mixccl

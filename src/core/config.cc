@@ -1,0 +1,56 @@
+#include "core/config.h"
+
+#include <cstddef>
+
+#include "core/env.h"
+#include "core/error.h"
+
+namespace mixccl {
+
+Result resolveConfig(const mixcclConfig_t* config, CommConfig* out) {
+  CommConfig c;
+  c.timeoutS = env().timeoutS;
+  c.nsocksPerPeer = env().nsocksPerPeer;
+  if (!env().net.empty()) c.netName = env().net;
+  if (!env().adaptor.empty()) c.adaptor = env().adaptor;
+  if (config) {
+    if (config->magic != MIXCCL_CONFIG_MAGIC || config->size < sizeof(size_t) + 2 * sizeof(unsigned))
+      return raiseError(mixcclInvalidArgument,
+                        "mixcclConfig_t was not initialised with MIXCCL_CONFIG_INITIALIZER");
+    // Fields beyond the caller's struct size (an older header) keep their defaults.
+    auto has = [&](size_t offsetEnd) { return config->size >= offsetEnd; };
+#define MIXCCL_HAS(field) has(offsetof(mixcclConfig_t, field) + sizeof(config->field))
+    if (MIXCCL_HAS(blocking) && config->blocking != MIXCCL_CONFIG_UNDEF_INT) {
+      if (config->blocking != 0 && config->blocking != 1)
+        return raiseError(mixcclInvalidArgument, "config.blocking must be 0 or 1, got %d",
+                          config->blocking);
+      c.blocking = config->blocking == 1;
+    }
+    if (MIXCCL_HAS(timeout) && config->timeout != MIXCCL_CONFIG_UNDEF_INT) {
+      if (config->timeout < 1)
+        return raiseError(mixcclInvalidArgument, "config.timeout must be >= 1 second, got %d",
+                          config->timeout);
+      c.timeoutS = config->timeout;
+    }
+    if (MIXCCL_HAS(netName) && config->netName) c.netName = config->netName;
+    if (MIXCCL_HAS(commName) && config->commName) c.commName = config->commName;
+    if (MIXCCL_HAS(adaptor) && config->adaptor) c.adaptor = config->adaptor;
+    if (MIXCCL_HAS(nsocksPerPeer) && config->nsocksPerPeer != MIXCCL_CONFIG_UNDEF_INT) {
+      if (config->nsocksPerPeer < 1 || config->nsocksPerPeer > 16)
+        return raiseError(mixcclInvalidArgument, "config.nsocksPerPeer must be in [1, 16], got %d",
+                          config->nsocksPerPeer);
+      c.nsocksPerPeer = config->nsocksPerPeer;
+    }
+#undef MIXCCL_HAS
+  }
+  if (c.netName != "socket")
+    return raiseError(mixcclInvalidArgument, "network transport '%s' is not available (have: socket)",
+                      c.netName.c_str());
+  if (c.adaptor != "host")
+    return raiseError(mixcclInvalidArgument, "device adaptor '%s' is not available (have: host)",
+                      c.adaptor.c_str());
+  *out = c;
+  return mixcclSuccess;
+}
+
+}  // namespace mixccl

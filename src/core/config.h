@@ -1,0 +1,23 @@
+// A communicator's configuration: mixcclConfig_t fields resolved against the environment.
+#pragma once
+
+#include <string>
+
+#include "core/result.h"
+#include "mixccl.h"
+
+namespace mixccl {
+
+struct CommConfig {
+  bool blocking = true;
+  int timeoutS = 300;
+  int nsocksPerPeer = 2;
+  std::string netName = "socket";
+  std::string commName;
+  std::string adaptor = "host";
+};
+
+// Defaults from the environment, then the fields config defines (config may be NULL).
+Result resolveConfig(const mixcclConfig_t* config, CommConfig* out);
+
+}  // namespace mixccl

@@ -1,0 +1,30 @@
+// Every MIXCCL_* environment variable, read once at first use (docs/environment.md lists them).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace mixccl {
+
+struct EnvParams {
+  std::string debugLevel;     // MIXCCL_DEBUG
+  std::string debugSubsys;    // MIXCCL_DEBUG_SUBSYS
+  int timeoutS;               // MIXCCL_TIMEOUT_S: bound of every wait, seconds
+  std::string commId;         // MIXCCL_COMM_ID: host:port of the rendezvous root
+  std::string commSecret;     // MIXCCL_COMM_SECRET: 32 hex digits, secret with MIXCCL_COMM_ID
+  std::string socketIfname;   // MIXCCL_SOCKET_IFNAME: NCCL syntax (prefix list, ^, =)
+  std::string socketFamily;   // MIXCCL_SOCKET_FAMILY: AF_INET or AF_INET6
+  int nsocksPerPeer;          // MIXCCL_NSOCKS_PERPEER
+  size_t socketFrameBytes;    // MIXCCL_SOCKET_FRAME_BYTES: largest wire frame on one socket
+  std::string algo;           // MIXCCL_ALGO: auto, ring, rd (recursive doubling)
+  size_t rdThresholdBytes;    // MIXCCL_RD_THRESHOLD: AllReduce below this uses rd
+  size_t chunkBytes;          // MIXCCL_CHUNK_BYTES: pipelining unit of ring algorithms
+  int spinUs;                 // MIXCCL_SPIN_US: busy-poll time before blocking
+  std::string adaptor;        // MIXCCL_ADAPTOR
+  std::string net;            // MIXCCL_NET
+};
+
+// Parsed once; invalid numbers fall back to the default with a warning.
+const EnvParams& env();
+
+}  // namespace mixccl

@@ -1,0 +1,65 @@
+#include "core/work.h"
+
+#include <cstring>
+#include <deque>
+
+#include "core/env.h"
+#include "core/error.h"
+
+namespace mixccl {
+namespace {
+
+// Sends to self match receives from self in order, like any other peer.
+Result matchSelfTransfers(Comm* comm, const std::vector<WorkItem*>& items) {
+  std::deque<WorkItem*> sends, recvs;
+  for (WorkItem* w : items) {
+    if (w->peer != comm->rank) continue;
+    if (w->kind == WorkItem::Kind::Send) sends.push_back(w);
+    if (w->kind == WorkItem::Kind::Recv) recvs.push_back(w);
+  }
+  if (sends.size() != recvs.size())
+    return raiseError(mixcclInvalidUsage,
+                      "rank %d: %zu sends to itself but %zu receives from itself in one group "
+                      "(they would never complete)", comm->rank, sends.size(), recvs.size());
+  for (size_t i = 0; i < sends.size(); ++i) {
+    if (sends[i]->bytes != recvs[i]->bytes)
+      return raiseError(mixcclInvalidUsage,
+                        "rank %d: send to itself of %zu bytes matched with a receive of %zu bytes",
+                        comm->rank, sends[i]->bytes, recvs[i]->bytes);
+    if (sends[i]->bytes) memmove(recvs[i]->buf, sends[i]->buf, sends[i]->bytes);
+  }
+  return mixcclSuccess;
+}
+
+}  // namespace
+
+Result executeOnComm(Comm* comm, const std::vector<WorkItem*>& items) {
+  std::string why;
+  Result failed = comm->proxy->error(&why);
+  if (failed != mixcclSuccess)
+    return raiseError(failed, "rank %d: the communicator has failed earlier: %s", comm->rank,
+                      why.c_str());
+  Deadline deadline = Deadline::afterSeconds(comm->config.timeoutS);
+  Transfers p2p(*comm->proxy, deadline);
+  for (WorkItem* w : items) {
+    if (w->kind == WorkItem::Kind::Collective || w->peer == comm->rank) continue;
+    if (w->kind == WorkItem::Kind::Send) p2p.send(w->peer, w->buf, w->bytes);
+    else p2p.recv(w->peer, w->buf, w->bytes);
+  }
+  Result first = mixcclSuccess;
+  for (WorkItem* w : items) {
+    if (w->kind != WorkItem::Kind::Collective) continue;
+    Transfers t(*comm->proxy, deadline);
+    CollContext ctx{comm->rank, comm->nranks, t, env().chunkBytes};
+    first = w->run(ctx);
+    if (first == mixcclSuccess) first = t.waitAll();
+    if (first != mixcclSuccess) break;
+  }
+  Result selfResult = matchSelfTransfers(comm, items);
+  Result p2pResult = p2p.waitAll();
+  if (first == mixcclSuccess) first = p2pResult;
+  if (first == mixcclSuccess) first = selfResult;
+  return first;
+}
+
+}  // namespace mixccl

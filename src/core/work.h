@@ -1,0 +1,29 @@
+// One communication call as recorded for execution: a point-to-point send or receive, or a
+// collective (a closure over its arguments that runs an algorithm).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <vector>
+
+#include "algo/algorithms.h"
+#include "core/comm.h"
+
+namespace mixccl {
+
+struct WorkItem {
+  enum class Kind { Send, Recv, Collective };
+  Comm* comm = nullptr;
+  Kind kind = Kind::Collective;
+  const char* name = "";
+  int peer = -1;
+  void* buf = nullptr;
+  size_t bytes = 0;
+  std::function<Result(CollContext&)> run;
+};
+
+// Executes the items of one communicator: all point-to-point items in flight together, the
+// collectives in order, then waits for everything. Returns the first error.
+Result executeOnComm(Comm* comm, const std::vector<WorkItem*>& items);
+
+}  // namespace mixccl

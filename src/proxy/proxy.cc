@@ -1,0 +1,539 @@
+#include "proxy/proxy.h"
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <unordered_set>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "proxy/futex.h"
+
+namespace mixccl {
+
+// Flag of the last frame a rank sends on each connection when it leaves cleanly, so that the
+// end of the connection that follows is not mistaken for a crash.
+constexpr uint32_t kFrameFlagBye = 1u;
+// Frames are at least this large (unless the message is smaller) so that splitting a message
+// across connections does not cost more in headers and system calls than it gains.
+constexpr size_t kMinFrameBytes = 64 << 10;
+constexpr uint64_t kEventFdTag = UINT64_MAX;
+
+struct Proxy::SockState {
+  int fd = -1;
+  int peer = -1;
+  int index = -1;          // position in sockByIndex_, the epoll tag
+  bool inEpoll = false;
+  uint32_t events = 0;
+  bool byeReceived = false;
+  // Send side: the frame being written.
+  ProxyOp* sendOp = nullptr;
+  FrameHeader sendHdr{};
+  size_t sendHdrDone = 0;
+  size_t sendBodyDone = 0;
+  // Receive side: the frame being read.
+  FrameHeader recvHdr{};
+  size_t recvHdrDone = 0;
+  ProxyOp* recvOp = nullptr;
+  size_t recvBodyDone = 0;
+  bool paused = false;     // holds a header for a receive that is not posted yet
+};
+
+struct Proxy::PeerState {
+  std::vector<Socket> sockets;
+  std::vector<SockState> socks;
+  std::deque<ProxyOp*> sendQueue;  // sends with bytes not yet cut into frames, in seq order
+  std::deque<ProxyOp*> recvSlots;  // posted receives by seq from recvBase; nullptr = finished
+  uint32_t nextSendSeq = 0;
+  uint32_t nextRecvSeq = 0;
+  uint32_t recvBase = 0;
+  int byes = 0;
+  bool left = false;               // said goodbye on every connection
+};
+
+Proxy::Proxy(const ProxyParams& params, std::vector<std::vector<Socket>> conns)
+    : params_(params), peers_(params.nranks) {
+  for (int p = 0; p < params.nranks; ++p) {
+    PeerState& ps = peers_[p];
+    ps.sockets = std::move(conns[p]);
+    ps.socks.resize(ps.sockets.size());
+    for (size_t i = 0; i < ps.sockets.size(); ++i) {
+      ps.socks[i].fd = ps.sockets[i].fd();
+      ps.socks[i].peer = p;
+    }
+  }
+  for (PeerState& ps : peers_)
+    for (SockState& s : ps.socks) {
+      s.index = (int)sockByIndex_.size();
+      sockByIndex_.push_back(&s);
+    }
+}
+
+Proxy::~Proxy() {
+  stopThread();
+  for (PeerState& ps : peers_)
+    for (Socket& s : ps.sockets) s.shutdown();
+  if (epollFd_ >= 0) close(epollFd_);
+  if (eventFd_ >= 0) close(eventFd_);
+}
+
+
+Result Proxy::start() {
+  epollFd_ = epoll_create1(EPOLL_CLOEXEC);
+  eventFd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (epollFd_ < 0 || eventFd_ < 0)
+    return raiseError(mixcclSystemError, "cannot create epoll/eventfd: %s", strerror(errno));
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = kEventFdTag;
+  if (epoll_ctl(epollFd_, EPOLL_CTL_ADD, eventFd_, &ev) != 0)
+    return raiseError(mixcclSystemError, "epoll_ctl(eventfd): %s", strerror(errno));
+  for (SockState* s : sockByIndex_) {
+    MIXCCL_CHECK(setNonBlocking(s->fd, true));
+    setReadInterest(*s, true);
+  }
+  thread_ = std::thread([this] { run(); });
+  started_ = true;
+  return mixcclSuccess;
+}
+
+void Proxy::wake() {
+  uint64_t one = 1;
+  ssize_t rc = write(eventFd_, &one, sizeof(one));
+  (void)rc;  // a full eventfd counter already means "wake up"
+}
+
+void Proxy::post(ProxyOp* op) {
+  op->state.store(ProxyOp::Pending, std::memory_order_relaxed);
+  op->done = 0;
+  op->assigned = 0;
+  op->headerSent = false;
+  op->knownTotal = UINT64_MAX;
+  if (stopRequested_.load() || !started_) {
+    std::lock_guard<std::mutex> lock(errorMutex_);
+    op->result = failure_.load() != mixcclSuccess ? (Result)failure_.load() : mixcclInvalidUsage;
+    op->state.store(ProxyOp::Failed, std::memory_order_release);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(incomingMutex_);
+    incoming_.push_back(op);
+  }
+  if (sleeping_.load(std::memory_order_seq_cst)) wake();
+}
+
+void Proxy::notifyCompletion() {
+  completions_.fetch_add(1, std::memory_order_release);
+  if (waiters_.load(std::memory_order_seq_cst) > 0) futexWakeAll(&completions_);
+}
+
+void Proxy::finishOp(ProxyOp* op, int state, Result r) {
+  live_.erase(op);
+  op->result = r;
+  op->state.store(state, std::memory_order_release);
+  notifyCompletion();
+}
+
+Result Proxy::wait(ProxyOp* op, const Deadline& deadline) {
+  auto spinEnd = Clock::now() + std::chrono::microseconds(params_.spinUs);
+  while (op->stateNow() == ProxyOp::Pending && Clock::now() < spinEnd) {
+  }
+  bool timedOut = false;
+  while (op->stateNow() == ProxyOp::Pending) {
+    uint32_t seen = completions_.load(std::memory_order_acquire);
+    if (op->stateNow() != ProxyOp::Pending) break;
+    if (!timedOut && deadline.expired()) {
+      timedOut = true;
+      fail(mixcclTimeout, "rank " + std::to_string(params_.rank) + ": an operation with " +
+                              params_.peerNames[op->peer] +
+                              " did not complete within the timeout (MIXCCL_TIMEOUT_S)");
+    }
+    waiters_.fetch_add(1, std::memory_order_seq_cst);
+    if (op->stateNow() == ProxyOp::Pending) futexWait(&completions_, seen, timedOut ? 10 : 100);
+    waiters_.fetch_sub(1, std::memory_order_seq_cst);
+  }
+  if (op->stateNow() == ProxyOp::Done) return mixcclSuccess;
+  std::string msg;
+  error(&msg);
+  return adoptError(op->result, msg);
+}
+
+void Proxy::fail(Result code, const std::string& message) {
+  {
+    std::lock_guard<std::mutex> lock(errorMutex_);
+    if (failure_.load() != mixcclSuccess) return;
+    failureMessage_ = message;
+    failure_.store(code);
+  }
+  raiseError(code, "%s", message.c_str());
+  if (started_) wake();
+}
+
+Result Proxy::error(std::string* message) const {
+  std::lock_guard<std::mutex> lock(errorMutex_);
+  if (message) *message = failureMessage_;
+  return (Result)failure_.load();
+}
+
+void Proxy::stopThread() {
+  std::lock_guard<std::mutex> lock(stopMutex_);
+  stopRequested_.store(true);
+  if (started_) {
+    wake();
+    if (thread_.joinable()) thread_.join();
+  }
+}
+
+void Proxy::abort(const std::string& why) {
+  fail(mixcclInvalidUsage, why);
+  stopThread();
+  // Cut the connections so peers notice at once (no goodbye: this is not a clean exit).
+  for (PeerState& ps : peers_)
+    for (Socket& s : ps.sockets) s.shutdown();
+}
+
+void Proxy::shutdownGracefully() {
+  if (stopRequested_.load()) return;
+  stopThread();
+  if (failure_.load() != mixcclSuccess) return;
+  FrameHeader bye{kFrameMagic, 0, 0, 0, 0, kFrameFlagBye};
+  for (PeerState& ps : peers_)
+    for (size_t i = 0; i < ps.sockets.size(); ++i) {
+      // Only a connection with no half-written frame can carry a clean goodbye.
+      if (ps.socks[i].sendOp) continue;
+      // Best effort and silent: a peer that already left needs no goodbye.
+      ssize_t rc = send(ps.sockets[i].fd(), &bye, sizeof(bye), MSG_NOSIGNAL | MSG_DONTWAIT);
+      (void)rc;
+    }
+}
+
+void Proxy::setReadInterest(SockState& s, bool on) {
+  uint32_t want = on ? (EPOLLIN | EPOLLRDHUP) : 0;
+  want |= s.events & EPOLLOUT;
+  if (want == s.events && s.inEpoll == (want != 0)) return;
+  epoll_event ev{};
+  ev.events = want;
+  ev.data.u64 = (uint64_t)s.index;
+  if (want == 0) {
+    if (s.inEpoll) epoll_ctl(epollFd_, EPOLL_CTL_DEL, s.fd, nullptr);
+    s.inEpoll = false;
+  } else if (!s.inEpoll) {
+    epoll_ctl(epollFd_, EPOLL_CTL_ADD, s.fd, &ev);
+    s.inEpoll = true;
+  } else {
+    epoll_ctl(epollFd_, EPOLL_CTL_MOD, s.fd, &ev);
+  }
+  s.events = want;
+}
+
+void Proxy::setWriteInterest(SockState& s, bool on) {
+  uint32_t want = (s.events & ~(uint32_t)EPOLLOUT) | (on ? (uint32_t)EPOLLOUT : 0u);
+  if (want == s.events) return;
+  epoll_event ev{};
+  ev.events = want;
+  ev.data.u64 = (uint64_t)s.index;
+  if (want == 0) {
+    if (s.inEpoll) epoll_ctl(epollFd_, EPOLL_CTL_DEL, s.fd, nullptr);
+    s.inEpoll = false;
+  } else if (!s.inEpoll) {
+    epoll_ctl(epollFd_, EPOLL_CTL_ADD, s.fd, &ev);
+    s.inEpoll = true;
+  } else {
+    epoll_ctl(epollFd_, EPOLL_CTL_MOD, s.fd, &ev);
+  }
+  s.events = want;
+}
+
+void Proxy::drainIncoming() {
+  std::vector<ProxyOp*> ops;
+  {
+    std::lock_guard<std::mutex> lock(incomingMutex_);
+    if (incoming_.empty()) return;
+    ops.swap(incoming_);
+  }
+  std::vector<int> sendPeers, recvPeers;
+  for (ProxyOp* op : ops) {
+    live_.insert(op);
+    PeerState& ps = peers_[std::min(std::max(op->peer, 0), params_.nranks - 1)];
+    if (failure_.load() != mixcclSuccess) {
+      finishOp(op, ProxyOp::Failed, (Result)failure_.load());
+    } else if (op->peer == params_.rank || op->peer < 0 || op->peer >= params_.nranks) {
+      finishOp(op, ProxyOp::Failed, raiseError(mixcclInternalError, "op posted to peer %d", op->peer));
+    } else if (ps.left) {
+      fail(mixcclRemoteError, params_.peerNames[op->peer] +
+                                  " has left the communicator (destroyed it) but an operation "
+                                  "with it was posted");
+      finishOp(op, ProxyOp::Failed, mixcclRemoteError);
+    } else if (op->kind == ProxyOp::Kind::Send) {
+      op->seq = ps.nextSendSeq++;
+      ps.sendQueue.push_back(op);
+      sendPeers.push_back(op->peer);
+    } else {
+      op->seq = ps.nextRecvSeq++;
+      ps.recvSlots.push_back(op);
+      recvPeers.push_back(op->peer);
+    }
+  }
+  for (int p : recvPeers) {
+    for (SockState& s : peers_[p].socks) {
+      if (!s.paused) continue;
+      s.paused = false;
+      setReadInterest(s, true);
+      if (matchFrame(s)) pumpRecv(s);
+    }
+  }
+  for (int p : sendPeers)
+    for (SockState& s : peers_[p].socks) pumpSend(s);
+}
+
+bool Proxy::assignFrame(SockState& s) {
+  PeerState& ps = peers_[s.peer];
+  if (ps.sendQueue.empty()) return false;
+  ProxyOp* op = ps.sendQueue.front();
+  size_t nsocks = ps.socks.size();
+  size_t share = (op->bytes + nsocks - 1) / nsocks;
+  size_t frame = std::min(params_.frameBytes, std::max(kMinFrameBytes, share));
+  size_t len = std::min(frame, op->bytes - op->assigned);
+  s.sendHdr = FrameHeader{kFrameMagic, op->seq, op->bytes, op->assigned, (uint32_t)len, 0};
+  s.sendOp = op;
+  s.sendHdrDone = 0;
+  s.sendBodyDone = 0;
+  op->assigned += len;
+  op->headerSent = true;
+  if (op->assigned == op->bytes) ps.sendQueue.pop_front();
+  return true;
+}
+
+bool Proxy::pumpSend(SockState& s) {
+  bool progressed = false;
+  while (failure_.load() == mixcclSuccess) {
+    if (!s.sendOp && !assignFrame(s)) {
+      setWriteInterest(s, false);
+      return progressed;
+    }
+    iovec iov[2];
+    int n = 0;
+    if (s.sendHdrDone < sizeof(FrameHeader)) {
+      iov[n].iov_base = reinterpret_cast<char*>(&s.sendHdr) + s.sendHdrDone;
+      iov[n].iov_len = sizeof(FrameHeader) - s.sendHdrDone;
+      ++n;
+    }
+    size_t bodyLeft = s.sendHdr.length - s.sendBodyDone;
+    if (bodyLeft > 0) {
+      iov[n].iov_base = s.sendOp->buf + s.sendHdr.offset + s.sendBodyDone;
+      iov[n].iov_len = bodyLeft;
+      ++n;
+    }
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = n;
+    ssize_t k = n ? sendmsg(s.fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) : 0;
+    if (k < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        setWriteInterest(s, true);
+        return progressed;
+      }
+      if (errno == EINTR) continue;
+      peerFailed(s.peer, std::string("send failed: ") + strerror(errno));
+      return true;
+    }
+    progressed = progressed || k > 0;
+    size_t hdrPart = std::min((size_t)k, sizeof(FrameHeader) - s.sendHdrDone);
+    s.sendHdrDone += hdrPart;
+    s.sendBodyDone += (size_t)k - hdrPart;
+    if (s.sendHdrDone == sizeof(FrameHeader) && s.sendBodyDone == s.sendHdr.length) {
+      ProxyOp* op = s.sendOp;
+      s.sendOp = nullptr;
+      op->done += s.sendHdr.length;
+      if (op->done == op->bytes && op->assigned == op->bytes && op->headerSent)
+        finishOp(op, ProxyOp::Done, mixcclSuccess);
+      progressed = true;
+    }
+  }
+  return progressed;
+}
+
+// Finds the posted receive for the header just read; pauses the connection when that receive
+// is not posted yet (the bytes wait in the kernel, never in an unbounded buffer of ours).
+bool Proxy::matchFrame(SockState& s) {
+  PeerState& ps = peers_[s.peer];
+  const FrameHeader& h = s.recvHdr;
+  // Invariant: recvBase + recvSlots.size() == nextRecvSeq.
+  uint32_t idx = h.seq - ps.recvBase;
+  if (h.magic == kFrameMagic && idx >= ps.recvSlots.size() && idx < (1u << 31)) {
+    s.paused = true;
+    setReadInterest(s, false);
+    return false;
+  }
+  ProxyOp* op = (h.magic == kFrameMagic && idx < ps.recvSlots.size()) ? ps.recvSlots[idx] : nullptr;
+  FrameCheck check = op ? validateFrame(h, op->bytes, op->done, op->knownTotal)
+                        : (h.magic == kFrameMagic ? FrameCheck::OutOfBounds : FrameCheck::BadMagic);
+  if (check != FrameCheck::Ok) {
+    std::string detail = std::string("sent an invalid frame: ") + frameCheckName(check);
+    if (op && check == FrameCheck::SizeMismatch)
+      detail = "sent a message of " + std::to_string(h.total) + " bytes to a receive of " +
+               std::to_string(op->bytes) + " bytes (mismatched calls?)";
+    fail(mixcclRemoteError,
+         "rank " + std::to_string(params_.rank) + ": " + params_.peerNames[s.peer] + " " + detail);
+    return false;
+  }
+  op->knownTotal = h.total;
+  s.recvOp = op;
+  s.recvBodyDone = 0;
+  return true;
+}
+
+void Proxy::peerFailed(int peer, const std::string& what) {
+  if (stopRequested_.load()) return;
+  fail(mixcclRemoteError, "rank " + std::to_string(params_.rank) + ": connection to " +
+                              params_.peerNames[peer] + " failed: " + what);
+}
+
+bool Proxy::pumpRecv(SockState& s) {
+  bool progressed = false;
+  while (failure_.load() == mixcclSuccess && !s.paused && !s.byeReceived) {
+    if (!s.recvOp) {
+      char* dst = reinterpret_cast<char*>(&s.recvHdr) + s.recvHdrDone;
+      ssize_t k = recv(s.fd, dst, sizeof(FrameHeader) - s.recvHdrDone, MSG_DONTWAIT);
+      if (k == 0) {
+        peerFailed(s.peer, "it closed the connection (process ended or crashed)");
+        return true;
+      }
+      if (k < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return progressed;
+        if (errno == EINTR) continue;
+        peerFailed(s.peer, std::string("receive failed: ") + strerror(errno));
+        return true;
+      }
+      progressed = true;
+      s.recvHdrDone += (size_t)k;
+      if (s.recvHdrDone < sizeof(FrameHeader)) continue;
+      if (s.recvHdr.magic == kFrameMagic && s.recvHdr.flags == kFrameFlagBye) {
+        s.byeReceived = true;
+        setReadInterest(s, false);
+        setWriteInterest(s, false);
+        PeerState& ps = peers_[s.peer];
+        if (++ps.byes == (int)ps.socks.size()) {
+          ps.left = true;
+          bool pending = !ps.sendQueue.empty();
+          for (ProxyOp* op : ps.recvSlots) pending = pending || op != nullptr;
+          for (SockState& o : ps.socks) pending = pending || o.sendOp;
+          if (pending)
+            fail(mixcclRemoteError, "rank " + std::to_string(params_.rank) + ": " +
+                                        params_.peerNames[s.peer] +
+                                        " destroyed the communicator with operations pending");
+        }
+        return true;
+      }
+      s.recvHdrDone = 0;
+      if (!matchFrame(s)) return progressed;
+    }
+    ProxyOp* op = s.recvOp;
+    size_t left = s.recvHdr.length - s.recvBodyDone;
+    if (left > 0) {
+      ssize_t k = recv(s.fd, op->buf + s.recvHdr.offset + s.recvBodyDone, left, MSG_DONTWAIT);
+      if (k == 0) {
+        peerFailed(s.peer, "it closed the connection in the middle of a message");
+        return true;
+      }
+      if (k < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return progressed;
+        if (errno == EINTR) continue;
+        peerFailed(s.peer, std::string("receive failed: ") + strerror(errno));
+        return true;
+      }
+      progressed = true;
+      s.recvBodyDone += (size_t)k;
+      if (s.recvBodyDone < s.recvHdr.length) continue;
+    }
+    s.recvOp = nullptr;
+    op->done += s.recvHdr.length;
+    if (op->done == op->knownTotal) {
+      PeerState& ps = peers_[s.peer];
+      ps.recvSlots[op->seq - ps.recvBase] = nullptr;
+      while (!ps.recvSlots.empty() && ps.recvSlots.front() == nullptr) {
+        ps.recvSlots.pop_front();
+        ++ps.recvBase;
+      }
+      finishOp(op, ProxyOp::Done, mixcclSuccess);
+    }
+  }
+  return progressed;
+}
+
+void Proxy::failEverything() {
+  Result code = (Result)failure_.load();
+  std::vector<ProxyOp*> ops(live_.begin(), live_.end());
+  for (ProxyOp* op : ops) finishOp(op, ProxyOp::Failed, code);
+  for (PeerState& ps : peers_) {
+    ps.sendQueue.clear();
+    ps.recvSlots.clear();
+    for (SockState& s : ps.socks) {
+      s.sendOp = nullptr;
+      s.recvOp = nullptr;
+      setReadInterest(s, false);
+      setWriteInterest(s, false);
+    }
+    // Peers learn of the failure at once from the cut connections.
+    for (Socket& sock : ps.sockets) sock.shutdown();
+  }
+}
+
+void Proxy::run() {
+  setLogRank(params_.rank);
+  epoll_event events[64];
+  auto lastActivity = Clock::now();
+  bool failedHandled = false;
+  while (!stopRequested_.load()) {
+    drainIncoming();
+    if (!failedHandled && failure_.load() != mixcclSuccess) {
+      failEverything();
+      failedHandled = true;
+    }
+    if (failedHandled) drainIncoming();  // posts after the failure end at once
+    bool spinning =
+        Clock::now() - lastActivity < std::chrono::microseconds(params_.spinUs);
+    int timeoutMs = 0;
+    if (!spinning) {
+      sleeping_.store(true, std::memory_order_seq_cst);
+      bool pending;
+      {
+        std::lock_guard<std::mutex> lock(incomingMutex_);
+        pending = !incoming_.empty();
+      }
+      timeoutMs = pending || stopRequested_.load() ? 0 : 200;
+    }
+    int n = epoll_wait(epollFd_, events, 64, timeoutMs);
+    sleeping_.store(false, std::memory_order_relaxed);
+    bool progressed = false;
+    for (int i = 0; i < n; ++i) {
+      if (events[i].data.u64 == kEventFdTag) {
+        uint64_t v;
+        ssize_t rc = read(eventFd_, &v, sizeof(v));
+        (void)rc;
+        progressed = true;
+        continue;
+      }
+      SockState& s = *sockByIndex_[events[i].data.u64];
+      if (events[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+        progressed |= pumpRecv(s);
+      if (events[i].events & EPOLLOUT) progressed |= pumpSend(s);
+    }
+    if (progressed) lastActivity = Clock::now();
+  }
+  // Whatever is still pending when the thread stops can never finish.
+  drainIncoming();
+  if (!live_.empty()) {
+    fail(mixcclInvalidUsage, "rank " + std::to_string(params_.rank) +
+                                 ": communicator stopped with operations pending");
+    failEverything();
+  }
+}
+
+}  // namespace mixccl

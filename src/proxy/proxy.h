@@ -1,0 +1,99 @@
+// The progress thread of a communicator: it owns the peer connections and moves the bytes of
+// every posted send and receive, while the calling thread enqueues ops and waits. It spins for
+// MIXCCL_SPIN_US after the last activity, then blocks in epoll until there is work, so idle
+// ranks leave the cores to the ones that compute.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "bootstrap/socket.h"
+#include "core/clock.h"
+#include "core/result.h"
+#include "proxy/proxy_op.h"
+#include "transport/frame.h"
+
+namespace mixccl {
+
+struct ProxyParams {
+  int rank = 0;
+  int nranks = 1;
+  size_t frameBytes = 256 << 10;
+  int spinUs = 50;
+  std::vector<std::string> peerNames;  // "rank 3 (host)" for messages
+};
+
+class Proxy {
+ public:
+  Proxy(const ProxyParams& params, std::vector<std::vector<Socket>> conns);
+  ~Proxy();
+  Proxy(const Proxy&) = delete;
+  Proxy& operator=(const Proxy&) = delete;
+
+  Result start();
+  // Thread-safe. Ops to one peer in one direction match the peer's ops in posting order.
+  void post(ProxyOp* op);
+  // Waits until op is finished or the deadline passes; on timeout the communicator is failed
+  // (every pending op ends) so the op's memory is no longer used when this returns.
+  Result wait(ProxyOp* op, const Deadline& deadline);
+  // Fails every pending and future op with code (first failure wins). Any thread.
+  void fail(Result code, const std::string& message);
+  // Lets peers know this rank leaves cleanly, then stops the thread. Idempotent.
+  void shutdownGracefully();
+  // Stops at once: connections are cut, pending ops fail. Idempotent, any thread.
+  void abort(const std::string& why);
+  // The first failure, or mixcclSuccess.
+  Result error(std::string* message) const;
+
+ private:
+  struct SockState;
+  struct PeerState;
+
+  void run();
+  void drainIncoming();
+  void failEverything();
+  void finishOp(ProxyOp* op, int state, Result r);
+  bool pumpSend(SockState& s);
+  bool pumpRecv(SockState& s);
+  bool assignFrame(SockState& s);
+  bool matchFrame(SockState& s);
+  void setWriteInterest(SockState& s, bool on);
+  void setReadInterest(SockState& s, bool on);
+  void peerFailed(int peer, const std::string& what);
+  void notifyCompletion();
+  void wake();
+  void stopThread();
+
+  ProxyParams params_;
+  std::vector<PeerState> peers_;
+  std::vector<SockState*> sockByIndex_;
+  int epollFd_ = -1;
+  int eventFd_ = -1;
+  std::thread thread_;
+  std::mutex stopMutex_;
+  std::unordered_set<ProxyOp*> live_;  // posted and not finished; proxy thread only
+
+  std::mutex incomingMutex_;
+  std::vector<ProxyOp*> incoming_;
+  std::atomic<bool> sleeping_{false};
+  std::atomic<bool> stopRequested_{false};
+  std::atomic<bool> graceful_{false};
+  bool started_ = false;
+
+  mutable std::mutex errorMutex_;
+  std::atomic<int> failure_{mixcclSuccess};
+  std::string failureMessage_;
+
+  // Completion signalling: a counter the waiters sleep on (futex).
+  std::atomic<uint32_t> completions_{0};
+  std::atomic<int> waiters_{0};
+};
+
+}  // namespace mixccl
