@@ -26,12 +26,16 @@ namespace {
 
 struct SumOp {
   template <class V>
-  MIXCCL_ALWAYS_INLINE static void apply(V& r, const V& a, const V& b) { r = a + b; }
+  MIXCCL_ALWAYS_INLINE static void apply(V& r, const V& a, const V& b) {
+    r = a + b;
+  }
 };
 
 struct ProdOp {
   template <class V>
-  MIXCCL_ALWAYS_INLINE static void apply(V& r, const V& a, const V& b) { r = a * b; }
+  MIXCCL_ALWAYS_INLINE static void apply(V& r, const V& a, const V& b) {
+    r = a * b;
+  }
 };
 
 // Max/Min return a when a is NaN, else b when b is NaN (the comparison is then false), so NaN
@@ -138,8 +142,8 @@ using ReduceFn = void (*)(void*, const void*, const void*, size_t);
 
 template <typename T, class Op>
 void nativeBaseline(void* dst, const void* a, const void* b, size_t count) {
-  reduceSpan<T, Op, 16>(static_cast<T*>(dst), static_cast<const T*>(a),
-                        static_cast<const T*>(b), count);
+  reduceSpan<T, Op, 16>(static_cast<T*>(dst), static_cast<const T*>(a), static_cast<const T*>(b),
+                        count);
 }
 
 template <class Codec, class Op>
@@ -151,8 +155,8 @@ void viaFloatBaseline(void* dst, const void* a, const void* b, size_t count) {
 template <typename T, class Op>
 __attribute__((target("avx2"))) void nativeAvx2(void* dst, const void* a, const void* b,
                                                 size_t count) {
-  reduceSpan<T, Op, 32>(static_cast<T*>(dst), static_cast<const T*>(a),
-                        static_cast<const T*>(b), count);
+  reduceSpan<T, Op, 32>(static_cast<T*>(dst), static_cast<const T*>(a), static_cast<const T*>(b),
+                        count);
 }
 
 template <class Codec, class Op>
@@ -248,7 +252,8 @@ bool cpuHasAvx2() {
 
 // Chosen once, on first use (thread-safe function-local static).
 const KernelTable& kernels() {
-  static const KernelTable table = cpuHasAvx2() ? makeKernelTable<true>() : makeKernelTable<false>();
+  static const KernelTable table =
+      cpuHasAvx2() ? makeKernelTable<true>() : makeKernelTable<false>();
   return table;
 }
 
@@ -324,9 +329,9 @@ bool isValidDataType(int type) { return type >= 0 && type < mixcclNumTypes; }
 bool isValidRedOp(int op) { return op >= 0 && op < mixcclNumOps; }
 
 const char* dataTypeName(mixcclDataType_t type) {
-  static const char* const kNames[mixcclNumTypes] = {
-      "int8", "uint8", "int32",    "uint32", "int64",  "uint64",
-      "half", "float", "double", "bfloat16", "f8e4m3", "f8e5m2"};
+  static const char* const kNames[mixcclNumTypes] = {"int8",   "uint8",    "int32",  "uint32",
+                                                     "int64",  "uint64",   "half",   "float",
+                                                     "double", "bfloat16", "f8e4m3", "f8e5m2"};
   return isValidDataType(type) ? kNames[type] : "unknown";
 }
 
@@ -351,21 +356,32 @@ void detail::reduceBaseline(void* dst, const void* a, const void* b, size_t coun
 void divideBy(void* buf, size_t count, mixcclDataType_t type, int n) {
   if (n < 1 || count == 0) return;
   switch (type) {
-    case mixcclInt8: return divideIntegers<int8_t>(buf, count, n);
-    case mixcclUint8: return divideIntegers<uint8_t>(buf, count, n);
-    case mixcclInt32: return divideIntegers<int32_t>(buf, count, n);
-    case mixcclUint32: return divideIntegers<uint32_t>(buf, count, n);
-    case mixcclInt64: return divideIntegers<int64_t>(buf, count, n);
-    case mixcclUint64: return divideIntegers<uint64_t>(buf, count, n);
+    case mixcclInt8:
+      return divideIntegers<int8_t>(buf, count, n);
+    case mixcclUint8:
+      return divideIntegers<uint8_t>(buf, count, n);
+    case mixcclInt32:
+      return divideIntegers<int32_t>(buf, count, n);
+    case mixcclUint32:
+      return divideIntegers<uint32_t>(buf, count, n);
+    case mixcclInt64:
+      return divideIntegers<int64_t>(buf, count, n);
+    case mixcclUint64:
+      return divideIntegers<uint64_t>(buf, count, n);
     case mixcclFloat32:
       return divideFloats<float>(static_cast<float*>(buf), count, static_cast<float>(n));
     case mixcclFloat64:
       return divideFloats<double>(static_cast<double*>(buf), count, static_cast<double>(n));
-    case mixcclFloat16: return divideViaFloat<HalfCodec>(buf, count, n);
-    case mixcclBfloat16: return divideViaFloat<Bf16Codec>(buf, count, n);
-    case mixcclFloat8e4m3: return divideViaFloat<Fp8e4m3Codec>(buf, count, n);
-    case mixcclFloat8e5m2: return divideViaFloat<Fp8e5m2Codec>(buf, count, n);
-    default: return;
+    case mixcclFloat16:
+      return divideViaFloat<HalfCodec>(buf, count, n);
+    case mixcclBfloat16:
+      return divideViaFloat<Bf16Codec>(buf, count, n);
+    case mixcclFloat8e4m3:
+      return divideViaFloat<Fp8e4m3Codec>(buf, count, n);
+    case mixcclFloat8e5m2:
+      return divideViaFloat<Fp8e5m2Codec>(buf, count, n);
+    default:
+      return;
   }
 }
 

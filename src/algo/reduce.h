@@ -43,8 +43,8 @@ void divideBy(void* buf, size_t count, mixcclDataType_t type, int n);
 namespace detail {
 // reduce() with the baseline-ISA kernels, skipping run-time CPU dispatch; lets tests cover
 // the kernels that CPUs without AVX2 run.
-void reduceBaseline(void* dst, const void* a, const void* b, size_t count,
-                    mixcclDataType_t type, mixcclRedOp_t op);
+void reduceBaseline(void* dst, const void* a, const void* b, size_t count, mixcclDataType_t type,
+                    mixcclRedOp_t op);
 }  // namespace detail
 
 }  // namespace mixccl

@@ -1,0 +1,361 @@
+/* The collective matrix: every collective x every datatype x every reduction op x counts
+ * {0, 1, prime, larger than a pipelining chunk, several MiB} x in-place and out-of-place, run
+ * by N forked ranks over loopback through the public C API only.
+ *
+ * Inputs are small integers chosen so that every partial result is exactly representable in
+ * every type (fp8 included), so results are compared bit for bit.
+ *
+ * usage: collective_matrix NRANKS [--coll a,b,...] [--quick] [--timeout S] */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rank_harness.h"
+#include "value_codec.h"
+
+/* Every input pattern repeats with this period in the element index (lcm of 2,3,4,5,7,11), so
+ * buffers are filled and checked by tiling one period. */
+#define PERIOD 4620
+
+enum Coll { ALLREDUCE, REDUCE, REDUCESCATTER, ALLGATHER, BROADCAST, ALLTOALL, GATHER, SCATTER, SENDRECV, NCOLL };
+static const char* collNames[NCOLL] = {"allreduce", "reduce", "reducescatter", "allgather",
+                                       "broadcast", "alltoall", "gather", "scatter", "sendrecv"};
+static const char* opNames[mixcclNumOps] = {"sum", "prod", "max", "min", "avg"};
+
+typedef struct {
+  int enabled[NCOLL];
+  int quick;
+  int corrupt; /* flip one result element to prove the checker catches it */
+} Options;
+
+static int gCorrupt;
+
+static int isFp8(mixcclDataType_t t) { return t == mixcclFloat8e4m3 || t == mixcclFloat8e5m2; }
+
+/* Input of rank for a reduction op (op >= 0) or a data-movement collective (op < 0). */
+static double inputValue(int op, mixcclDataType_t t, int rank, size_t i) {
+  switch (op) {
+    case mixcclSum: return isFp8(t) ? (double)((rank + i) % 2) : (double)((rank + i) % 3);
+    case mixcclProd: return (rank + i) % 4 == 0 ? 2 : 1;
+    case mixcclMax:
+    case mixcclMin: {
+      int v = (int)((rank * 5 + i * 3) % 11);
+      return isSignedType(t) ? v - 5 : v;
+    }
+    case mixcclAvg:
+      if (isFloatType(t)) return isFp8(t) ? (double)(i % 2) : (double)(i % 5);
+      return (double)((rank + 2 * i) % 5);
+    default: return (double)((rank * 3 + i) % 7);
+  }
+}
+
+static double expectedReduction(int op, mixcclDataType_t t, int nranks, size_t i) {
+  double acc = inputValue(op, t, 0, i);
+  for (int r = 1; r < nranks; ++r) {
+    double v = inputValue(op, t, r, i);
+    switch (op) {
+      case mixcclProd: acc *= v; break;
+      case mixcclMax: acc = v > acc ? v : acc; break;
+      case mixcclMin: acc = v < acc ? v : acc; break;
+      default: acc += v; break;
+    }
+  }
+  if (op == mixcclAvg) acc = isFloatType(t) ? acc / nranks : (double)((long long)acc / nranks);
+  return acc;
+}
+
+/* One period of a pattern, encoded in type t. */
+typedef struct {
+  char* bytes;
+  size_t es;
+} Pattern;
+
+static Pattern makeInputPattern(int op, mixcclDataType_t t, int rank) {
+  Pattern p = {malloc(PERIOD * typeSize(t)), typeSize(t)};
+  for (size_t i = 0; i < PERIOD; ++i) storeValue(p.bytes, i, t, inputValue(op, t, rank, i));
+  return p;
+}
+
+static Pattern makeExpectedPattern(int op, mixcclDataType_t t, int nranks) {
+  Pattern p = {malloc(PERIOD * typeSize(t)), typeSize(t)};
+  for (size_t i = 0; i < PERIOD; ++i) storeValue(p.bytes, i, t, expectedReduction(op, t, nranks, i));
+  return p;
+}
+
+/* Writes elements [start, start+count) of the tiled pattern to buf. */
+static void fillTiled(void* buf, size_t start, size_t count, const Pattern* p) {
+  char* out = buf;
+  size_t done = 0;
+  while (done < count) {
+    size_t phase = (start + done) % PERIOD;
+    size_t n = PERIOD - phase;
+    if (n > count - done) n = count - done;
+    memcpy(out + done * p->es, p->bytes + phase * p->es, n * p->es);
+    done += n;
+  }
+}
+
+/* Number of elements of buf that differ from elements [start, start+count) of the pattern. */
+static size_t mismatchesTiled(const void* buf, size_t start, size_t count, const Pattern* p) {
+  const char* in = buf;
+  size_t done = 0, wrong = 0;
+  while (done < count) {
+    size_t phase = (start + done) % PERIOD;
+    size_t n = PERIOD - phase;
+    if (n > count - done) n = count - done;
+    if (memcmp(in + done * p->es, p->bytes + phase * p->es, n * p->es) != 0) {
+      for (size_t k = 0; k < n; ++k)
+        if (memcmp(in + (done + k) * p->es, p->bytes + (phase + k) * p->es, p->es) != 0) ++wrong;
+    }
+    done += n;
+  }
+  return wrong;
+}
+
+static void freePattern(Pattern* p) { free(p->bytes); }
+
+typedef struct {
+  mixcclComm_t comm;
+  int rank, nranks;
+  long checks, failures;
+} Ctx;
+
+static void report(Ctx* c, const char* coll, mixcclDataType_t t, int op, size_t count, int inplace,
+                   int root, mixcclResult_t res, size_t wrong) {
+  c->checks++;
+  if (res == mixcclSuccess && wrong == 0) return;
+  c->failures++;
+  if (c->failures <= 20)
+    fprintf(stderr, "rank %d: FAIL %s type=%d op=%s count=%zu %s root=%d: %s, %zu wrong (%s)\n",
+            c->rank, coll, (int)t, op >= 0 ? opNames[op] : "-", count,
+            inplace ? "in-place" : "out-of-place", root, mixcclGetErrorString(res), wrong,
+            res == mixcclSuccess ? "" : mixcclGetLastError(c->comm));
+}
+
+static void* alloc(size_t count, mixcclDataType_t t) {
+  size_t bytes = count * typeSize(t);
+  void* p = malloc(bytes ? bytes : 1);
+  memset(p, 0x5a, bytes ? bytes : 1); /* garbage that no result equals */
+  return p;
+}
+
+static void testAllReduce(Ctx* c, mixcclDataType_t t, int op, size_t count, int inplace) {
+  Pattern in = makeInputPattern(op, t, c->rank), want = makeExpectedPattern(op, t, c->nranks);
+  void* send = alloc(count, t);
+  void* recv = inplace ? send : alloc(count, t);
+  fillTiled(send, 0, count, &in);
+  mixcclResult_t res = mixcclAllReduce(send, recv, count, t, op, c->comm, NULL);
+  if (gCorrupt && count > 0) ((unsigned char*)recv)[0] ^= 0x11;
+  report(c, "allreduce", t, op, count, inplace, -1, res, mismatchesTiled(recv, 0, count, &want));
+  if (!inplace) free(recv);
+  free(send);
+  freePattern(&in);
+  freePattern(&want);
+}
+
+static void testReduce(Ctx* c, mixcclDataType_t t, int op, size_t count, int inplace, int root) {
+  Pattern in = makeInputPattern(op, t, c->rank), want = makeExpectedPattern(op, t, c->nranks);
+  void* send = alloc(count, t);
+  int isRoot = c->rank == root;
+  /* Off the root the receive buffer may be NULL (out-of-place case). */
+  void* recv = inplace ? send : (isRoot ? alloc(count, t) : NULL);
+  fillTiled(send, 0, count, &in);
+  mixcclResult_t res = mixcclReduce(send, recv, count, t, op, root, c->comm, NULL);
+  size_t wrong = isRoot ? mismatchesTiled(recv, 0, count, &want) : 0;
+  report(c, "reduce", t, op, count, inplace, root, res, wrong);
+  if (!inplace && recv) free(recv);
+  free(send);
+  freePattern(&in);
+  freePattern(&want);
+}
+
+static void testReduceScatter(Ctx* c, mixcclDataType_t t, int op, size_t count, int inplace) {
+  Pattern in = makeInputPattern(op, t, c->rank), want = makeExpectedPattern(op, t, c->nranks);
+  size_t es = typeSize(t);
+  void* send = alloc(count * c->nranks, t);
+  void* recv = inplace ? (char*)send + c->rank * count * es : alloc(count, t);
+  fillTiled(send, 0, count * c->nranks, &in);
+  mixcclResult_t res = mixcclReduceScatter(send, recv, count, t, op, c->comm, NULL);
+  report(c, "reducescatter", t, op, count, inplace, -1, res,
+         mismatchesTiled(recv, c->rank * count, count, &want));
+  if (!inplace) free(recv);
+  free(send);
+  freePattern(&in);
+  freePattern(&want);
+}
+
+static void testAllGatherOrGather(Ctx* c, mixcclDataType_t t, size_t count, int inplace, int root) {
+  int gather = root >= 0;
+  size_t es = typeSize(t);
+  int holds = !gather || c->rank == root;
+  void* recv = holds ? alloc(count * c->nranks, t) : NULL;
+  void* send = (inplace && holds) ? (char*)recv + c->rank * count * es : alloc(count, t);
+  Pattern mine = makeInputPattern(-1, t, c->rank);
+  fillTiled(send, 0, count, &mine);
+  mixcclResult_t res = gather ? mixcclGather(send, recv, count, t, root, c->comm, NULL)
+                              : mixcclAllGather(send, recv, count, t, c->comm, NULL);
+  size_t wrong = 0;
+  if (holds) {
+    for (int r = 0; r < c->nranks; ++r) {
+      Pattern theirs = makeInputPattern(-1, t, r);
+      wrong += mismatchesTiled((char*)recv + r * count * es, 0, count, &theirs);
+      freePattern(&theirs);
+    }
+  }
+  report(c, gather ? "gather" : "allgather", t, -1, count, inplace, root, res, wrong);
+  if (!(inplace && holds)) free(send);
+  free(recv);
+  freePattern(&mine);
+}
+
+static void testBroadcast(Ctx* c, mixcclDataType_t t, size_t count, int inplace, int root) {
+  Pattern data = makeInputPattern(-1, t, root);
+  void* recv = alloc(count, t);
+  void* send = inplace ? recv : alloc(count, t);
+  if (c->rank == root) fillTiled(send, 0, count, &data);
+  mixcclResult_t res = mixcclBroadcast(send, recv, count, t, root, c->comm, NULL);
+  report(c, "broadcast", t, -1, count, inplace, root, res, mismatchesTiled(recv, 0, count, &data));
+  if (!inplace) free(send);
+  free(recv);
+  freePattern(&data);
+}
+
+/* Block sent from rank `from` to rank `to`: pattern of input rank from*nranks+to. */
+static void testAlltoAll(Ctx* c, mixcclDataType_t t, size_t count, int inplace) {
+  size_t es = typeSize(t);
+  void* send = alloc(count * c->nranks, t);
+  void* recv = inplace ? send : alloc(count * c->nranks, t);
+  for (int p = 0; p < c->nranks; ++p) {
+    Pattern blk = makeInputPattern(-1, t, c->rank * c->nranks + p);
+    fillTiled((char*)send + p * count * es, 0, count, &blk);
+    freePattern(&blk);
+  }
+  mixcclResult_t res = mixcclAlltoAll(send, recv, count, t, c->comm, NULL);
+  size_t wrong = 0;
+  for (int p = 0; p < c->nranks; ++p) {
+    Pattern blk = makeInputPattern(-1, t, p * c->nranks + c->rank);
+    wrong += mismatchesTiled((char*)recv + p * count * es, 0, count, &blk);
+    freePattern(&blk);
+  }
+  report(c, "alltoall", t, -1, count, inplace, -1, res, wrong);
+  if (!inplace) free(recv);
+  free(send);
+}
+
+static void testScatter(Ctx* c, mixcclDataType_t t, size_t count, int inplace, int root) {
+  size_t es = typeSize(t);
+  int isRoot = c->rank == root;
+  void* send = isRoot ? alloc(count * c->nranks, t) : NULL;
+  void* recv = (inplace && isRoot) ? (char*)send + root * count * es : alloc(count, t);
+  if (isRoot) {
+    for (int p = 0; p < c->nranks; ++p) {
+      Pattern blk = makeInputPattern(-1, t, 100 + p);
+      fillTiled((char*)send + p * count * es, 0, count, &blk);
+      freePattern(&blk);
+    }
+  }
+  mixcclResult_t res = mixcclScatter(send, recv, count, t, root, c->comm, NULL);
+  Pattern mine = makeInputPattern(-1, t, 100 + c->rank);
+  report(c, "scatter", t, -1, count, inplace, root, res, mismatchesTiled(recv, 0, count, &mine));
+  freePattern(&mine);
+  if (!(inplace && isRoot)) free(recv);
+  free(send);
+}
+
+/* A ring of sends and receives in one group (must not deadlock), plus a send to self. */
+static void testSendRecv(Ctx* c, mixcclDataType_t t, size_t count) {
+  int next = (c->rank + 1) % c->nranks, prev = (c->rank + c->nranks - 1) % c->nranks;
+  void* send = alloc(count, t);
+  void* recv = alloc(count, t);
+  void* self = alloc(count, t);
+  Pattern mine = makeInputPattern(-1, t, c->rank), theirs = makeInputPattern(-1, t, prev);
+  fillTiled(send, 0, count, &mine);
+  mixcclResult_t res = mixcclGroupStart();
+  if (res == mixcclSuccess) res = mixcclSend(send, count, t, next, c->comm, NULL);
+  if (res == mixcclSuccess) res = mixcclRecv(recv, count, t, prev, c->comm, NULL);
+  if (res == mixcclSuccess) res = mixcclSend(send, count, t, c->rank, c->comm, NULL);
+  if (res == mixcclSuccess) res = mixcclRecv(self, count, t, c->rank, c->comm, NULL);
+  mixcclResult_t end = mixcclGroupEnd();
+  if (res == mixcclSuccess) res = end;
+  size_t wrong = mismatchesTiled(recv, 0, count, &theirs) + mismatchesTiled(self, 0, count, &mine);
+  report(c, "sendrecv", t, -1, count, 0, -1, res, wrong);
+  freePattern(&mine);
+  freePattern(&theirs);
+  free(send);
+  free(recv);
+  free(self);
+}
+
+static int rankMain(mixcclComm_t comm, int rank, int nranks, void* arg) {
+  const Options* opt = arg;
+  Ctx c = {comm, rank, nranks, 0, 0};
+  for (int t = 0; t < mixcclNumTypes; ++t) {
+    mixcclDataType_t type = (mixcclDataType_t)t;
+    size_t es = typeSize(type);
+    /* 0, 1, a prime, more than one 256 KiB pipelining chunk, several MiB. */
+    size_t counts[5] = {0, 1, 1009, (300u << 10) / es + 7, (3u << 20) / es + 3};
+    int ncounts = opt->quick ? 4 : 5;
+    for (int k = 0; k < ncounts; ++k) {
+      size_t count = counts[k];
+      /* Per-rank counts of the gather/scatter family: big sizes are split over the ranks so
+       * that total buffers stay at the same few MiB. */
+      size_t perRank = k >= 3 ? count / nranks + 1 : count;
+      for (int inplace = 0; inplace < 2; ++inplace) {
+        int root = (int)((k + t + inplace) % nranks);
+        for (int op = 0; op < mixcclNumOps; ++op) {
+          if (opt->enabled[ALLREDUCE]) testAllReduce(&c, type, op, count, inplace);
+          if (opt->enabled[REDUCE]) testReduce(&c, type, op, count, inplace, root);
+          if (opt->enabled[REDUCESCATTER]) testReduceScatter(&c, type, op, perRank, inplace);
+        }
+        if (opt->enabled[ALLGATHER]) testAllGatherOrGather(&c, type, perRank, inplace, -1);
+        if (opt->enabled[GATHER]) testAllGatherOrGather(&c, type, perRank, inplace, root);
+        if (opt->enabled[BROADCAST]) testBroadcast(&c, type, count, inplace, root);
+        if (opt->enabled[ALLTOALL]) testAlltoAll(&c, type, perRank, inplace);
+        if (opt->enabled[SCATTER]) testScatter(&c, type, perRank, inplace, root);
+      }
+      if (opt->enabled[SENDRECV]) testSendRecv(&c, type, count);
+    }
+  }
+  printf("rank %d: %ld checks, %ld failures\n", rank, c.checks, c.failures);
+  return c.failures ? 1 : 0;
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: %s NRANKS [--coll a,b] [--quick] [--timeout S]\n", argv[0]);
+    return 2;
+  }
+  int nranks = atoi(argv[1]);
+  int timeout = 600;
+  Options opt;
+  memset(&opt, 0, sizeof(opt));
+  for (int i = 0; i < NCOLL; ++i) opt.enabled[i] = 1;
+  for (int a = 2; a < argc; ++a) {
+    if (!strcmp(argv[a], "--quick")) {
+      opt.quick = 1;
+    } else if (!strcmp(argv[a], "--corrupt")) {
+      gCorrupt = 1;
+    } else if (!strcmp(argv[a], "--timeout") && a + 1 < argc) {
+      timeout = atoi(argv[++a]);
+    } else if (!strcmp(argv[a], "--coll") && a + 1 < argc) {
+      const char* list = argv[++a];
+      for (int i = 0; i < NCOLL; ++i) opt.enabled[i] = 0;
+      for (int i = 0; i < NCOLL; ++i) {
+        const char* hit = strstr(list, collNames[i]);
+        size_t len = strlen(collNames[i]);
+        /* whole names only: "reduce" must not match inside "allreduce" */
+        while (hit && ((hit != list && hit[-1] != ',') || (hit[len] != ',' && hit[len] != 0)))
+          hit = strstr(hit + 1, collNames[i]);
+        if (hit) opt.enabled[i] = 1;
+      }
+    } else {
+      fprintf(stderr, "unknown argument %s\n", argv[a]);
+      return 2;
+    }
+  }
+  double start = harnessNow();
+  int rc = runRanks(nranks, rankMain, &opt, timeout);
+  printf("%d ranks: %s in %.1f s\n", nranks, rc ? "FAILED" : "passed", harnessNow() - start);
+  return rc;
+}
