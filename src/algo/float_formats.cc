@@ -13,7 +13,7 @@ namespace mixccl {
 
 namespace {
 
-// ---- fp8 decode tables, computed at compile time ----
+// ---- The E4M3 decode table, computed at compile time ----
 
 constexpr float powerOfTwo(int e) {
   float p = 1.0f;
@@ -22,43 +22,32 @@ constexpr float powerOfTwo(int e) {
   return p;
 }
 
-// Value of an fp8 code with kManBits mantissa bits and bias kBias. kIeeeSpecials: the all-ones
-// exponent means inf/NaN (E5M2); otherwise only S.1111.111 is NaN (E4M3FN).
-template <int kManBits, int kBias, bool kIeeeSpecials>
-constexpr float fp8Value(unsigned code) {
-  constexpr unsigned kExpMask = (0x7Fu >> kManBits);
-  const bool negative = (code & 0x80u) != 0;
-  const unsigned exp = (code >> kManBits) & kExpMask;
-  const unsigned man = code & ((1u << kManBits) - 1);
+// S.EEEE.MMM, bias 7: exponent 0 is subnormal (m * 2^-9), and S.1111.111 is the only NaN.
+constexpr float fp8e4m3Value(unsigned code) {
+  const unsigned exp = (code >> 3) & 0xFu;
+  const unsigned man = code & 0x7u;
   float mag = 0.0f;
-  if (kIeeeSpecials && exp == kExpMask) {
-    mag = man ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
-  } else if (!kIeeeSpecials && exp == kExpMask && man == (1u << kManBits) - 1) {
+  if (exp == 0xF && man == 0x7) {
     mag = std::numeric_limits<float>::quiet_NaN();
   } else if (exp == 0) {
-    mag = static_cast<float>(man) * powerOfTwo(1 - kBias - kManBits);
+    mag = static_cast<float>(man) * powerOfTwo(-9);
   } else {
-    mag = static_cast<float>(man + (1u << kManBits)) *
-          powerOfTwo(static_cast<int>(exp) - kBias - kManBits);
+    mag = static_cast<float>(man + 8) * powerOfTwo(static_cast<int>(exp) - 10);
   }
-  return negative ? -mag : mag;
+  return (code & 0x80u) ? -mag : mag;
 }
 
-template <int kManBits, int kBias, bool kIeeeSpecials>
-constexpr std::array<float, 256> makeFp8Table() {
+constexpr std::array<float, 256> makeFp8e4m3Table() {
   std::array<float, 256> table{};
-  for (unsigned code = 0; code < 256; ++code) {
-    table[code] = fp8Value<kManBits, kBias, kIeeeSpecials>(code);
-  }
+  for (unsigned code = 0; code < 256; ++code) table[code] = fp8e4m3Value(code);
   return table;
 }
 
 }  // namespace
 
-// Constant expressions, so these are constant-initialised: no static-initialisation order
+// A constant expression, so it is constant-initialised: no static-initialisation order
 // issue when another translation unit's initialiser converts fp8.
-extern const std::array<float, 256> kFp8e4m3Values = makeFp8Table<3, 7, false>();
-extern const std::array<float, 256> kFp8e5m2Values = makeFp8Table<2, 15, true>();
+extern const std::array<float, 256> kFp8e4m3Values = makeFp8e4m3Table();
 
 namespace {
 

@@ -16,10 +16,11 @@
  *    gradient with inf. A consequence: the E5M2 inf codes (0x7C, 0xFC) decode to +/-inf but
  *    do not round-trip.
  *
- * NaN: every NaN stays a NaN of the same sign. Widening quiets a signalling NaN and keeps
- * its payload (what the x86 F16C instructions do, so the portable and the F16C paths agree
- * bit for bit); narrowing keeps the top payload bits and sets the quiet bit for half and
- * bfloat16, and gives the format's all-ones NaN code (S.1111.111) for fp8.
+ * NaN: every NaN stays a NaN of the same sign. Widening half (and E5M2, the top byte of a
+ * half) quiets a signalling NaN and keeps its payload, as the x86 F16C instructions do, so the
+ * portable and the F16C paths agree bit for bit; bfloat16 widens exactly; E4M3's NaN widens to
+ * the default quiet NaN. Narrowing keeps the top payload bits and sets the quiet bit for half
+ * and bfloat16, and gives the all-ones NaN code (S.1111.111) for fp8.
  *
  * The scalar functions are inline for callers that convert one element at a time; the bulk
  * (...N) functions convert arrays several elements at a time (AVX2, and F16C for half, when the
@@ -141,10 +142,10 @@ inline uint8_t floatToFp8e4m3(float f) {
 
 // ---- OCP FP8 E5M2: bias 15, IEEE-like inf/NaN, max finite 57344 ----
 
-extern const std::array<float, 256> kFp8e5m2Values;
 constexpr uint32_t kFp8e5m2OverflowAbove = 0x47600000u;  // bits of 57344.0f, the max finite
 
-inline float fp8e5m2ToFloat(uint8_t v) { return kFp8e5m2Values[v]; }
+// E5M2 is the top byte of a half: exact, and inf/NaN map to inf/NaN.
+inline float fp8e5m2ToFloat(uint8_t v) { return halfToFloat(static_cast<uint16_t>(v << 8)); }
 
 inline uint8_t floatToFp8e5m2(float f) {
   const uint32_t bits = floatbits::toBits(f);
@@ -168,12 +169,11 @@ void floatToFp8e5m2N(const float* src, uint8_t* dst, size_t count);
 
 // ---- Lane codecs: 8 elements at a time, for the AVX2 kernels ----
 //
-// Written with GCC vector extensions and meant to be inlined into functions compiled with
-// __attribute__((target("avx2,f16c"))) (float_formats.cc and reduce.cc), where they become a
-// few AVX2 instructions; elsewhere GCC would lower them slowly but correctly. Each codec has
-// load() (8 narrow values -> 8 floats) and store() (8 floats -> 8 narrow values), bit-identical
-// to the scalar functions above. Vectors are passed by reference because their by-value ABI
-// differs between AVX and non-AVX code.
+// For functions compiled with __attribute__((target("avx2,f16c"))) (float_formats.cc and
+// reduce.cc), into which they inline. Each codec has load() (8 narrow values -> 8 floats) and
+// store() (8 floats -> 8 narrow values), bit-identical to the scalar functions above. The
+// arithmetic uses GCC vector extensions; the widening loads and narrowing stores use
+// intrinsics, because GCC 12 lowers the vector-extension equivalents to per-lane code.
 #if defined(__x86_64__) || defined(__i386__)
 #define MIXCCL_HAVE_FLOAT_LANES 1
 }  // namespace mixccl
@@ -185,89 +185,125 @@ namespace lanes {
 constexpr size_t kCount = 8;
 typedef float F32x8 __attribute__((vector_size(32)));
 typedef uint32_t U32x8 __attribute__((vector_size(32)));
-typedef uint16_t U16x8 __attribute__((vector_size(16)));
-typedef uint16_t U16x16 __attribute__((vector_size(32)));
-typedef uint8_t U8x8 __attribute__((vector_size(8)));
-typedef uint8_t U8x32 __attribute__((vector_size(32)));
+typedef int32_t I32x8 __attribute__((vector_size(32)));
 
-#define MIXCCL_LANE_INLINE __attribute__((always_inline)) inline
-#define MIXCCL_LANE_INLINE_F16C __attribute__((always_inline, target("avx2,f16c"))) inline
+#define MIXCCL_LANE_INLINE __attribute__((always_inline, target("avx2,f16c"))) inline
 
-// Keeps the low 16 or 8 bits of each 32-bit lane. A byte shuffle, because GCC 12 lowers
-// __builtin_convertvector to narrower lanes into one scalar extract per lane.
-MIXCCL_LANE_INLINE void storeLowBits(const U32x8& lanes, uint16_t* dst) {
-  const U16x16 v = reinterpret_cast<U16x16>(lanes);
-  const U16x8 low = __builtin_shufflevector(v, v, 0, 2, 4, 6, 8, 10, 12, 14);
-  std::memcpy(dst, &low, sizeof low);
+MIXCCL_LANE_INLINE U32x8 loadWidened(const uint8_t* src) {
+  return reinterpret_cast<U32x8>(
+      _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(src))));
 }
 
-MIXCCL_LANE_INLINE void storeLowBits(const U32x8& lanes, uint8_t* dst) {
-  const U8x32 v = reinterpret_cast<U8x32>(lanes);
-  const U8x8 low = __builtin_shufflevector(v, v, 0, 4, 8, 12, 16, 20, 24, 28);
-  std::memcpy(dst, &low, sizeof low);
+MIXCCL_LANE_INLINE U32x8 loadWidened(const uint16_t* src) {
+  return reinterpret_cast<U32x8>(
+      _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src))));
+}
+
+// Stores the low (kHigh: the high) 16 bits of each 32-bit lane.
+template <bool kHigh>
+MIXCCL_LANE_INLINE void storeHalfwords(U32x8 v, uint16_t* dst) {
+  constexpr char a = kHigh ? 2 : 0, b = a + 1;
+  // Gather each 128-bit half's four halfwords into its low 8 bytes, then join the halves.
+  const __m256i pick = _mm256_setr_epi8(a, b, a + 4, b + 4, a + 8, b + 8, a + 12, b + 12, -1, -1,
+                                        -1, -1, -1, -1, -1, -1, a, b, a + 4, b + 4, a + 8, b + 8,
+                                        a + 12, b + 12, -1, -1, -1, -1, -1, -1, -1, -1);
+  const __m256i packed =
+      _mm256_permute4x64_epi64(_mm256_shuffle_epi8(reinterpret_cast<__m256i>(v), pick), 0x08);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm256_castsi256_si128(packed));
+}
+
+// Stores the low 8 bits of each 32-bit lane.
+MIXCCL_LANE_INLINE void storeLowBytes(U32x8 v, uint8_t* dst) {
+  const __m256i pick =
+      _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12, -1,
+                       -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+  const __m256i packed =
+      _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(reinterpret_cast<__m256i>(v), pick),
+                                  _mm256_setr_epi32(0, 4, 0, 0, 0, 0, 0, 0));
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(dst), _mm256_castsi256_si128(packed));
 }
 
 struct Bf16 {
   using Storage = uint16_t;
   static MIXCCL_LANE_INLINE void load(const uint16_t* src, F32x8& out) {
-    U16x8 in;
-    std::memcpy(&in, src, sizeof in);
-    out = reinterpret_cast<F32x8>(__builtin_convertvector(in, U32x8) << 16);
+    out = reinterpret_cast<F32x8>(loadWidened(src) << 16);
   }
   static MIXCCL_LANE_INLINE void store(const F32x8& in, uint16_t* dst) {
+    // floatToBf16 without its final shift: the result is in the high halfword of each lane.
     const U32x8 bits = reinterpret_cast<U32x8>(in);
-    const U32x8 rounded = (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;
-    const U32x8 quietNan = (bits >> 16) | 0x40u;
-    storeLowBits((bits & 0x7FFFFFFFu) > 0x7F800000u ? quietNan : rounded, dst);
+    const U32x8 rounded = bits + 0x7FFFu + ((bits >> 16) & 1u);
+    const I32x8 abs = reinterpret_cast<I32x8>(bits & 0x7FFFFFFFu);
+    storeHalfwords<true>(abs > 0x7F800000 ? (bits | 0x400000u) : rounded, dst);
   }
 };
 
-// F16C: the hardware conversion, round to nearest even whatever MXCSR says.
+// F16C: the hardware conversions; round to nearest even whatever MXCSR says.
 struct HalfF16c {
   using Storage = uint16_t;
-  static MIXCCL_LANE_INLINE_F16C void load(const uint16_t* src, F32x8& out) {
-    const __m128i in = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
-    out = reinterpret_cast<F32x8>(_mm256_cvtph_ps(in));
+  static MIXCCL_LANE_INLINE void load(const uint16_t* src, F32x8& out) {
+    out = reinterpret_cast<F32x8>(
+        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src))));
   }
-  static MIXCCL_LANE_INLINE_F16C void store(const F32x8& in, uint16_t* dst) {
+  static MIXCCL_LANE_INLINE void store(const F32x8& in, uint16_t* dst) {
     constexpr int kRounding = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
-    const __m128i out = _mm256_cvtps_ph(reinterpret_cast<__m256>(in), kRounding);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), out);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst),
+                     _mm256_cvtps_ph(reinterpret_cast<__m256>(in), kRounding));
   }
 };
 
-// fp8: decode through the table, encode with floatbits::roundMagnitude's method on all lanes,
-// blending the cases instead of branching.
-template <int kManBits, int kBias, uint32_t kOverflowAbove, uint32_t kOverflowCode,
-          const std::array<float, 256>& kTable>
-struct Fp8 {
+// fp8 encoding: floatbits::roundMagnitude's method on all lanes, blending the cases instead of
+// branching on them.
+template <int kManBits, int kBias, uint32_t kOverflowAbove, uint32_t kOverflowCode>
+MIXCCL_LANE_INLINE void storeFp8(const F32x8& in, uint8_t* dst) {
+  using R = floatbits::NarrowRounding<kManBits, kBias>;
+  const U32x8 bits = reinterpret_cast<U32x8>(in);
+  const U32x8 sign = (bits >> 24) & 0x80u;
+  const U32x8 abs = bits & 0x7FFFFFFFu;
+  U32x8 normal = abs - R::kRebias;
+  normal += ((1u << (R::kDroppedBits - 1)) - 1) + ((normal >> R::kDroppedBits) & 1u);
+  normal >>= R::kDroppedBits;
+  const F32x8 sum = reinterpret_cast<F32x8>(abs) + floatbits::fromBits(R::kSubnormalMagicBits);
+  const U32x8 subnormal = reinterpret_cast<U32x8>(sum) - R::kSubnormalMagicBits;
+  const I32x8 signedAbs = reinterpret_cast<I32x8>(abs);  // < 2^31: signed compares are exact
+  U32x8 code = signedAbs >= static_cast<int32_t>(R::kMinNormalBits) ? normal : subnormal;
+  code = signedAbs >= static_cast<int32_t>(kOverflowAbove) ? kOverflowCode : code;  // satfinite
+  code = signedAbs > 0x7F800000 ? 0x7Fu : code;                                     // NaN
+  storeLowBytes(sign | code, dst);
+}
+
+struct Fp8e4m3 {
   using Storage = uint8_t;
+  // Arithmetic decode, equal to the table: normal codes rebias, subnormal ones are m * 2^-9.
   static MIXCCL_LANE_INLINE void load(const uint8_t* src, F32x8& out) {
-    out = F32x8{kTable[src[0]], kTable[src[1]], kTable[src[2]], kTable[src[3]],
-                kTable[src[4]], kTable[src[5]], kTable[src[6]], kTable[src[7]]};
+    const U32x8 c = loadWidened(src);
+    const U32x8 sign = (c & 0x80u) << 24;
+    const U32x8 magnitude = c & 0x7Fu;
+    const U32x8 normal = (magnitude << 20) + (120u << 23);
+    const F32x8 subnormal =
+        __builtin_convertvector(reinterpret_cast<I32x8>(magnitude), F32x8) * 0x1p-9f;
+    U32x8 bits = magnitude < 8u ? reinterpret_cast<U32x8>(subnormal) : normal;
+    bits = magnitude == 0x7Fu ? 0x7FC00000u : bits;
+    out = reinterpret_cast<F32x8>(sign | bits);
   }
   static MIXCCL_LANE_INLINE void store(const F32x8& in, uint8_t* dst) {
-    using R = floatbits::NarrowRounding<kManBits, kBias>;
-    const U32x8 bits = reinterpret_cast<U32x8>(in);
-    const U32x8 sign = (bits >> 24) & 0x80u;
-    const U32x8 abs = bits & 0x7FFFFFFFu;
-    U32x8 normal = abs - R::kRebias;
-    normal += ((1u << (R::kDroppedBits - 1)) - 1) + ((normal >> R::kDroppedBits) & 1u);
-    normal >>= R::kDroppedBits;
-    const F32x8 sum = reinterpret_cast<F32x8>(abs) + floatbits::fromBits(R::kSubnormalMagicBits);
-    const U32x8 subnormal = reinterpret_cast<U32x8>(sum) - R::kSubnormalMagicBits;
-    U32x8 code = abs >= R::kMinNormalBits ? normal : subnormal;
-    code = abs >= kOverflowAbove ? kOverflowCode : code;  // satfinite, inf included
-    code = abs > 0x7F800000u ? 0x7Fu : code;              // NaN
-    storeLowBits(sign | code, dst);
+    storeFp8<3, 7, kFp8e4m3OverflowAbove, 0x7Eu>(in, dst);
   }
 };
 
-using Fp8e4m3 = Fp8<3, 7, kFp8e4m3OverflowAbove, 0x7Eu, kFp8e4m3Values>;
-using Fp8e5m2 = Fp8<2, 15, kFp8e5m2OverflowAbove, 0x7Bu, kFp8e5m2Values>;
+struct Fp8e5m2 {
+  using Storage = uint8_t;
+  // E5M2 is the top byte of a half.
+  static MIXCCL_LANE_INLINE void load(const uint8_t* src, F32x8& out) {
+    const __m128i halves = _mm_slli_epi16(
+        _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(src))), 8);
+    out = reinterpret_cast<F32x8>(_mm256_cvtph_ps(halves));
+  }
+  static MIXCCL_LANE_INLINE void store(const F32x8& in, uint8_t* dst) {
+    storeFp8<2, 15, kFp8e5m2OverflowAbove, 0x7Bu>(in, dst);
+  }
+};
 
 #undef MIXCCL_LANE_INLINE
-#undef MIXCCL_LANE_INLINE_F16C
 
 }  // namespace lanes
 

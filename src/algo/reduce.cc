@@ -7,8 +7,9 @@
 
 #include "algo/float_formats.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#define MIXCCL_REDUCE_X86 1
+// The AVX2 build needs the lane codecs of float_formats.h, which exist on x86 only.
+#ifdef MIXCCL_HAVE_FLOAT_LANES
+#define MIXCCL_REDUCE_AVX2 1
 #endif
 
 // The kernels are written with GCC vector extensions rather than left to the auto-vectoriser:
@@ -151,19 +152,58 @@ void viaFloatBaseline(void* dst, const void* a, const void* b, size_t count) {
   reduceViaFloat<Codec, Op, 16>(dst, a, b, count);
 }
 
-#ifdef MIXCCL_REDUCE_X86
+#ifdef MIXCCL_REDUCE_AVX2
+#define MIXCCL_AVX2 __attribute__((target("avx2,f16c")))
+
 template <typename T, class Op>
-__attribute__((target("avx2"))) void nativeAvx2(void* dst, const void* a, const void* b,
-                                                size_t count) {
+MIXCCL_AVX2 void nativeAvx2(void* dst, const void* a, const void* b, size_t count) {
   reduceSpan<T, Op, 32>(static_cast<T*>(dst), static_cast<const T*>(a), static_cast<const T*>(b),
                         count);
 }
 
+// Narrow types, fused: 8 elements are widened into registers, combined and rounded back, with
+// no intermediate arrays. The codecs come from float_formats.h.
 template <class Codec, class Op>
-__attribute__((target("avx2"))) void viaFloatAvx2(void* dst, const void* a, const void* b,
-                                                  size_t count) {
-  reduceViaFloat<Codec, Op, 32>(dst, a, b, count);
+MIXCCL_AVX2 void viaFloatAvx2(void* dst, const void* a, const void* b, size_t count) {
+  using S = typename Codec::Storage;
+  constexpr size_t kN = lanes::kCount;
+  S* d = static_cast<S*>(dst);
+  const S* x = static_cast<const S*>(a);
+  const S* y = static_cast<const S*>(b);
+  lanes::F32x8 fx, fy, fr;
+  size_t i = 0;
+  for (; i + kN <= count; i += kN) {
+    Codec::load(x + i, fx);  // both inputs are loaded before dst is stored
+    Codec::load(y + i, fy);
+    Op::apply(fr, fx, fy);
+    Codec::store(fr, d + i);
+  }
+  if (i == count) return;
+  // The tail goes through the same code on zero-padded copies.
+  S tx[kN] = {}, ty[kN] = {}, tr[kN];
+  std::memcpy(tx, x + i, (count - i) * sizeof(S));
+  std::memcpy(ty, y + i, (count - i) * sizeof(S));
+  Codec::load(tx, fx);
+  Codec::load(ty, fy);
+  Op::apply(fr, fx, fy);
+  Codec::store(fr, tr);
+  std::memcpy(d + i, tr, (count - i) * sizeof(S));
 }
+
+#undef MIXCCL_AVX2
+#endif
+
+#ifdef MIXCCL_REDUCE_AVX2
+using LaneHalf = lanes::HalfF16c;
+using LaneBf16 = lanes::Bf16;
+using LaneFp8e4m3 = lanes::Fp8e4m3;
+using LaneFp8e5m2 = lanes::Fp8e5m2;
+#else
+// Unused without the AVX2 build; any type will do.
+using LaneHalf = void;
+using LaneBf16 = void;
+using LaneFp8e4m3 = void;
+using LaneFp8e5m2 = void;
 #endif
 
 struct KernelTable {
@@ -186,7 +226,7 @@ template <typename T, bool kAvx2>
 void fillNative(KernelTable& t, mixcclDataType_t type) {
   using A = ArithType<T>;
   ReduceFn* row = t.fn[type];
-#ifdef MIXCCL_REDUCE_X86
+#ifdef MIXCCL_REDUCE_AVX2
   if (kAvx2) {
     row[mixcclSum] = nativeAvx2<A, SumOp>;
     row[mixcclProd] = nativeAvx2<A, ProdOp>;
@@ -203,15 +243,16 @@ void fillNative(KernelTable& t, mixcclDataType_t type) {
   row[mixcclAvg] = row[mixcclSum];
 }
 
-template <class Codec, bool kAvx2>
+// Codec: the portable block codec; LaneCodec: the AVX2 lane codec of the same type.
+template <class Codec, class LaneCodec, bool kAvx2>
 void fillViaFloat(KernelTable& t, mixcclDataType_t type) {
   ReduceFn* row = t.fn[type];
-#ifdef MIXCCL_REDUCE_X86
+#ifdef MIXCCL_REDUCE_AVX2
   if (kAvx2) {
-    row[mixcclSum] = viaFloatAvx2<Codec, SumOp>;
-    row[mixcclProd] = viaFloatAvx2<Codec, ProdOp>;
-    row[mixcclMax] = viaFloatAvx2<Codec, MaxOp<float>>;
-    row[mixcclMin] = viaFloatAvx2<Codec, MinOp<float>>;
+    row[mixcclSum] = viaFloatAvx2<LaneCodec, SumOp>;
+    row[mixcclProd] = viaFloatAvx2<LaneCodec, ProdOp>;
+    row[mixcclMax] = viaFloatAvx2<LaneCodec, MaxOp<float>>;
+    row[mixcclMin] = viaFloatAvx2<LaneCodec, MinOp<float>>;
     row[mixcclAvg] = row[mixcclSum];
     return;
   }
@@ -234,17 +275,17 @@ KernelTable makeKernelTable() {
   fillNative<uint64_t, kAvx2>(t, mixcclUint64);
   fillNative<float, kAvx2>(t, mixcclFloat32);
   fillNative<double, kAvx2>(t, mixcclFloat64);
-  fillViaFloat<HalfCodec, kAvx2>(t, mixcclFloat16);
-  fillViaFloat<Bf16Codec, kAvx2>(t, mixcclBfloat16);
-  fillViaFloat<Fp8e4m3Codec, kAvx2>(t, mixcclFloat8e4m3);
-  fillViaFloat<Fp8e5m2Codec, kAvx2>(t, mixcclFloat8e5m2);
+  fillViaFloat<HalfCodec, LaneHalf, kAvx2>(t, mixcclFloat16);
+  fillViaFloat<Bf16Codec, LaneBf16, kAvx2>(t, mixcclBfloat16);
+  fillViaFloat<Fp8e4m3Codec, LaneFp8e4m3, kAvx2>(t, mixcclFloat8e4m3);
+  fillViaFloat<Fp8e5m2Codec, LaneFp8e5m2, kAvx2>(t, mixcclFloat8e5m2);
   return t;
 }
 
-bool cpuHasAvx2() {
-#ifdef MIXCCL_REDUCE_X86
+bool cpuHasAvx2F16c() {
+#ifdef MIXCCL_REDUCE_AVX2
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2");
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
 #else
   return false;
 #endif
@@ -253,7 +294,7 @@ bool cpuHasAvx2() {
 // Chosen once, on first use (thread-safe function-local static).
 const KernelTable& kernels() {
   static const KernelTable table =
-      cpuHasAvx2() ? makeKernelTable<true>() : makeKernelTable<false>();
+      cpuHasAvx2F16c() ? makeKernelTable<true>() : makeKernelTable<false>();
   return table;
 }
 
