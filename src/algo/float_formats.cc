@@ -3,6 +3,10 @@
 #include <array>
 #include <limits>
 
+#ifdef MIXCCL_HAVE_FLOAT_LANES
+#include <cpuid.h>
+#endif
+
 // The bulk conversions come in two builds: a portable one, plain loops over the scalar
 // functions of the header, and on x86 an AVX2+F16C one over the header's lane codecs, chosen
 // once at run time. (Lane code rather than the auto-vectoriser: at -O2 GCC 12 does not
@@ -110,15 +114,24 @@ MIXCCL_AVX2 void narrowAll(const float* src, typename Codec::Storage* dst, size_
 
 }  // namespace avx2
 
-bool cpuHasAvx2F16c() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
-}
 #endif  // MIXCCL_HAVE_FLOAT_LANES
 
 }  // namespace
 
 namespace detail {
+
+bool cpuHasAvx2F16c() {
+#ifdef MIXCCL_HAVE_FLOAT_LANES
+  // The avx2 test also checks that the OS saves the AVX registers. F16C is read from CPUID
+  // leaf 1 (ECX bit 29) because clang's __builtin_cpu_supports does not know "f16c".
+  __builtin_cpu_init();
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __builtin_cpu_supports("avx2") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) &&
+         (ecx & (1u << 29)) != 0;
+#else
+  return false;
+#endif
+}
 
 const ConversionKernels& portableConversionKernels() {
   using portable::convertEach;

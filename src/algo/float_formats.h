@@ -34,6 +34,11 @@
 #include <cstdint>
 #include <cstring>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define MIXCCL_HAVE_FLOAT_LANES 1  // the lane codecs below exist
+#endif
+
 namespace mixccl {
 
 namespace floatbits {
@@ -116,7 +121,7 @@ inline float bf16ToFloat(uint16_t h) { return floatbits::fromBits(static_cast<ui
 
 inline uint16_t floatToBf16(float f) {
   const uint32_t bits = floatbits::toBits(f);
-  // Written branch-free so loops over it vectorise. Overflow carries into inf, as IEEE does.
+  // Branch-free. Rounding a value above the largest bfloat16 carries into inf, as in IEEE.
   const uint32_t rounded = (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;
   const uint32_t quietNan = (bits >> 16) | 0x40u;
   const bool isNan = (bits & 0x7FFFFFFFu) > 0x7F800000u;
@@ -174,11 +179,7 @@ void floatToFp8e5m2N(const float* src, uint8_t* dst, size_t count);
 // store() (8 floats -> 8 narrow values), bit-identical to the scalar functions above. The
 // arithmetic uses GCC vector extensions; the widening loads and narrowing stores use
 // intrinsics, because GCC 12 lowers the vector-extension equivalents to per-lane code.
-#if defined(__x86_64__) || defined(__i386__)
-#define MIXCCL_HAVE_FLOAT_LANES 1
-}  // namespace mixccl
-#include <immintrin.h>
-namespace mixccl {
+#ifdef MIXCCL_HAVE_FLOAT_LANES
 
 namespace lanes {
 
@@ -253,7 +254,7 @@ struct HalfF16c {
 
 // fp8 encoding: floatbits::roundMagnitude's method on all lanes, blending the cases instead of
 // branching on them.
-template <int kManBits, int kBias, uint32_t kOverflowAbove, uint32_t kOverflowCode>
+template <int kManBits, int kBias, uint32_t kOverflowCode>
 MIXCCL_LANE_INLINE void storeFp8(const F32x8& in, uint8_t* dst) {
   using R = floatbits::NarrowRounding<kManBits, kBias>;
   const U32x8 bits = reinterpret_cast<U32x8>(in);
@@ -266,8 +267,9 @@ MIXCCL_LANE_INLINE void storeFp8(const F32x8& in, uint8_t* dst) {
   const U32x8 subnormal = reinterpret_cast<U32x8>(sum) - R::kSubnormalMagicBits;
   const I32x8 signedAbs = reinterpret_cast<I32x8>(abs);  // < 2^31: signed compares are exact
   U32x8 code = signedAbs >= static_cast<int32_t>(R::kMinNormalBits) ? normal : subnormal;
-  code = signedAbs >= static_cast<int32_t>(kOverflowAbove) ? kOverflowCode : code;  // satfinite
-  code = signedAbs > 0x7F800000 ? 0x7Fu : code;                                     // NaN
+  // Satfinite: codes grow with the magnitude, so clamping the code clamps the value (inf too).
+  code = code < kOverflowCode ? code : kOverflowCode;
+  code = signedAbs > 0x7F800000 ? 0x7Fu : code;  // NaN
   storeLowBytes(sign | code, dst);
 }
 
@@ -286,7 +288,7 @@ struct Fp8e4m3 {
     out = reinterpret_cast<F32x8>(sign | bits);
   }
   static MIXCCL_LANE_INLINE void store(const F32x8& in, uint8_t* dst) {
-    storeFp8<3, 7, kFp8e4m3OverflowAbove, 0x7Eu>(in, dst);
+    storeFp8<3, 7, 0x7Eu>(in, dst);
   }
 };
 
@@ -299,7 +301,7 @@ struct Fp8e5m2 {
     out = reinterpret_cast<F32x8>(_mm256_cvtph_ps(halves));
   }
   static MIXCCL_LANE_INLINE void store(const F32x8& in, uint8_t* dst) {
-    storeFp8<2, 15, kFp8e5m2OverflowAbove, 0x7Bu>(in, dst);
+    storeFp8<2, 15, 0x7Bu>(in, dst);
   }
 };
 
@@ -307,7 +309,7 @@ struct Fp8e5m2 {
 
 }  // namespace lanes
 
-#endif  // x86
+#endif  // MIXCCL_HAVE_FLOAT_LANES
 
 namespace detail {
 
@@ -326,6 +328,10 @@ struct ConversionKernels {
 };
 
 const ConversionKernels& portableConversionKernels();
+
+// True on x86 CPUs (and OSes) that run the AVX2+F16C kernels here and in reduce.cc.
+bool cpuHasAvx2F16c();
+
 const ConversionKernels& activeConversionKernels();  // picked once from the CPU's features
 
 }  // namespace detail

@@ -89,31 +89,45 @@ MIXCCL_ALWAYS_INLINE void reduceSpan(T* dst, const T* a, const T* b, size_t coun
   }
 }
 
-// ---- Narrow float types: widen a block to float, reduce in float, round once ----
+// ---- Narrow float types: widen to float, reduce in float, round once ----
+
+// Each codec converts blocks through the bulk functions of float_formats.h (the baseline
+// kernels and divideBy use these) and names the lane codec that the fused AVX2 kernels use.
+#ifdef MIXCCL_REDUCE_AVX2
+#define MIXCCL_LANE_CODEC(name) using Lanes = lanes::name
+#else
+#define MIXCCL_LANE_CODEC(name) static_assert(true)
+#endif
 
 struct HalfCodec {
   using Storage = uint16_t;
+  MIXCCL_LANE_CODEC(HalfF16c);
   static void widen(const Storage* s, float* f, size_t n) { halfToFloatN(s, f, n); }
   static void narrow(const float* f, Storage* s, size_t n) { floatToHalfN(f, s, n); }
 };
 
 struct Bf16Codec {
   using Storage = uint16_t;
+  MIXCCL_LANE_CODEC(Bf16);
   static void widen(const Storage* s, float* f, size_t n) { bf16ToFloatN(s, f, n); }
   static void narrow(const float* f, Storage* s, size_t n) { floatToBf16N(f, s, n); }
 };
 
 struct Fp8e4m3Codec {
   using Storage = uint8_t;
+  MIXCCL_LANE_CODEC(Fp8e4m3);
   static void widen(const Storage* s, float* f, size_t n) { fp8e4m3ToFloatN(s, f, n); }
   static void narrow(const float* f, Storage* s, size_t n) { floatToFp8e4m3N(f, s, n); }
 };
 
 struct Fp8e5m2Codec {
   using Storage = uint8_t;
+  MIXCCL_LANE_CODEC(Fp8e5m2);
   static void widen(const Storage* s, float* f, size_t n) { fp8e5m2ToFloatN(s, f, n); }
   static void narrow(const float* f, Storage* s, size_t n) { floatToFp8e5m2N(f, s, n); }
 };
+
+#undef MIXCCL_LANE_CODEC
 
 // Small enough that the two float blocks stay in L1, large enough to amortise the calls.
 constexpr size_t kFloatBlock = 512;
@@ -137,7 +151,8 @@ MIXCCL_ALWAYS_INLINE void reduceViaFloat(void* dst, const void* a, const void* b
   }
 }
 
-// ---- Kernels per ISA. kVecBytes 16 is the SSE2/NEON baseline; 32 is AVX2 ----
+// ---- Kernels per ISA: the baseline (16-byte vectors: SSE2, NEON) and, on x86 CPUs that have
+// it, AVX2 (32-byte vectors, F16C, fused narrow-type kernels) ----
 
 using ReduceFn = void (*)(void*, const void*, const void*, size_t);
 
@@ -162,7 +177,7 @@ MIXCCL_AVX2 void nativeAvx2(void* dst, const void* a, const void* b, size_t coun
 }
 
 // Narrow types, fused: 8 elements are widened into registers, combined and rounded back, with
-// no intermediate arrays. The codecs come from float_formats.h.
+// no intermediate arrays. Codec is one of float_formats.h's lane codecs.
 template <class Codec, class Op>
 MIXCCL_AVX2 void viaFloatAvx2(void* dst, const void* a, const void* b, size_t count) {
   using S = typename Codec::Storage;
@@ -191,19 +206,6 @@ MIXCCL_AVX2 void viaFloatAvx2(void* dst, const void* a, const void* b, size_t co
 }
 
 #undef MIXCCL_AVX2
-#endif
-
-#ifdef MIXCCL_REDUCE_AVX2
-using LaneHalf = lanes::HalfF16c;
-using LaneBf16 = lanes::Bf16;
-using LaneFp8e4m3 = lanes::Fp8e4m3;
-using LaneFp8e5m2 = lanes::Fp8e5m2;
-#else
-// Unused without the AVX2 build; any type will do.
-using LaneHalf = void;
-using LaneBf16 = void;
-using LaneFp8e4m3 = void;
-using LaneFp8e5m2 = void;
 #endif
 
 struct KernelTable {
@@ -243,16 +245,16 @@ void fillNative(KernelTable& t, mixcclDataType_t type) {
   row[mixcclAvg] = row[mixcclSum];
 }
 
-// Codec: the portable block codec; LaneCodec: the AVX2 lane codec of the same type.
-template <class Codec, class LaneCodec, bool kAvx2>
+template <class Codec, bool kAvx2>
 void fillViaFloat(KernelTable& t, mixcclDataType_t type) {
   ReduceFn* row = t.fn[type];
 #ifdef MIXCCL_REDUCE_AVX2
   if (kAvx2) {
-    row[mixcclSum] = viaFloatAvx2<LaneCodec, SumOp>;
-    row[mixcclProd] = viaFloatAvx2<LaneCodec, ProdOp>;
-    row[mixcclMax] = viaFloatAvx2<LaneCodec, MaxOp<float>>;
-    row[mixcclMin] = viaFloatAvx2<LaneCodec, MinOp<float>>;
+    using Lanes = typename Codec::Lanes;
+    row[mixcclSum] = viaFloatAvx2<Lanes, SumOp>;
+    row[mixcclProd] = viaFloatAvx2<Lanes, ProdOp>;
+    row[mixcclMax] = viaFloatAvx2<Lanes, MaxOp<float>>;
+    row[mixcclMin] = viaFloatAvx2<Lanes, MinOp<float>>;
     row[mixcclAvg] = row[mixcclSum];
     return;
   }
@@ -275,26 +277,17 @@ KernelTable makeKernelTable() {
   fillNative<uint64_t, kAvx2>(t, mixcclUint64);
   fillNative<float, kAvx2>(t, mixcclFloat32);
   fillNative<double, kAvx2>(t, mixcclFloat64);
-  fillViaFloat<HalfCodec, LaneHalf, kAvx2>(t, mixcclFloat16);
-  fillViaFloat<Bf16Codec, LaneBf16, kAvx2>(t, mixcclBfloat16);
-  fillViaFloat<Fp8e4m3Codec, LaneFp8e4m3, kAvx2>(t, mixcclFloat8e4m3);
-  fillViaFloat<Fp8e5m2Codec, LaneFp8e5m2, kAvx2>(t, mixcclFloat8e5m2);
+  fillViaFloat<HalfCodec, kAvx2>(t, mixcclFloat16);
+  fillViaFloat<Bf16Codec, kAvx2>(t, mixcclBfloat16);
+  fillViaFloat<Fp8e4m3Codec, kAvx2>(t, mixcclFloat8e4m3);
+  fillViaFloat<Fp8e5m2Codec, kAvx2>(t, mixcclFloat8e5m2);
   return t;
-}
-
-bool cpuHasAvx2F16c() {
-#ifdef MIXCCL_REDUCE_AVX2
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
-#else
-  return false;
-#endif
 }
 
 // Chosen once, on first use (thread-safe function-local static).
 const KernelTable& kernels() {
   static const KernelTable table =
-      cpuHasAvx2F16c() ? makeKernelTable<true>() : makeKernelTable<false>();
+      detail::cpuHasAvx2F16c() ? makeKernelTable<true>() : makeKernelTable<false>();
   return table;
 }
 

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -493,7 +492,7 @@ TEST(FloatFormatsBulk, PublicFunctionsUseTheActiveBuild) {
   uint8_t e4[3];
   floatToFp8e4m3N(in, e4, 3);
   EXPECT_EQ(e4[2], 0x7E);
-  std::printf("active conversion build: %s\n", detail::activeConversionKernels().isa);
+  RecordProperty("conversion_build", detail::activeConversionKernels().isa);
 }
 
 }  // namespace
