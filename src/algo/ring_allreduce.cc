@@ -42,35 +42,30 @@ Result ringAllReduce(CollContext& c, const void* sendbuf, void* recvbuf, size_t 
   };
 
   Transfers& t = c.transfers;
-  // Sends of the reduce-scatter steps, kept so that the all-gather does not overwrite a region
-  // before its earlier send has left.
-  std::vector<ProxyOp*> rsSends((size_t)(n - 1) * nchunks, nullptr);
+  // The all-gather receives into regions this rank sent during the reduce-scatter. No wait
+  // for those sends is needed: the final value of a chunk can only exist once every rank's
+  // contribution, this one's included, has been received, so the earlier send has left.
+  // (Waiting here could deadlock: the peer may hold our bytes unread behind a receive it has
+  // not posted yet.)
   for (size_t ch = 0; ch < nchunks; ++ch) {
     Range rg = chunkOf(r, ch);
-    if (rg.len) rsSends[ch] = t.send(next, in + rg.off * es, rg.len * es);
+    if (rg.len) t.send(next, in + rg.off * es, rg.len * es);
   }
 
   std::vector<char> scratch(kWindow * chunkElems * es);
   std::vector<ProxyOp*> recvOps(kWindow, nullptr);
   size_t posted = 0;
-  auto postRecv = [&](size_t u) -> Result {
+  auto postRecv = [&](size_t u) {
     int s = (int)(u / nchunks);
     size_t ch = u % nchunks;
     Range rg = chunkOf(recvSeg(s), ch);
-    if (!rg.len) return mixcclSuccess;
-    char* buf;
-    if (s < n - 1) {
-      buf = scratch.data() + (u % kWindow) * chunkElems * es;
-    } else {
-      MIXCCL_CHECK(t.wait(rsSends[(size_t)(s - (n - 1)) * nchunks + ch]));
-      buf = out + rg.off * es;
-    }
+    if (!rg.len) return;
+    char* buf = s < n - 1 ? scratch.data() + (u % kWindow) * chunkElems * es : out + rg.off * es;
     recvOps[u % kWindow] = t.recv(prev, buf, rg.len * es);
-    return mixcclSuccess;
   };
 
   for (size_t u = 0; u < units; ++u) {
-    while (posted < units && posted < u + kWindow) MIXCCL_CHECK(postRecv(posted++));
+    while (posted < units && posted < u + kWindow) postRecv(posted++);
     int s = (int)(u / nchunks);
     size_t ch = u % nchunks;
     Range rg = chunkOf(recvSeg(s), ch);
@@ -82,10 +77,7 @@ Result ringAllReduce(CollContext& c, const void* sendbuf, void* recvbuf, size_t 
       reduce(dst, in + rg.off * es, slot, rg.len, type, op);
       if (s == n - 2 && op == mixcclAvg) divideBy(dst, rg.len, type, n);
     }
-    if (s + 1 < steps) {
-      ProxyOp* sent = t.send(next, dst, rg.len * es);
-      if (s + 1 < n - 1) rsSends[(size_t)(s + 1) * nchunks + ch] = sent;
-    }
+    if (s + 1 < steps) t.send(next, dst, rg.len * es);
   }
   return t.waitAll();
 }

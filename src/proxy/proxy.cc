@@ -13,7 +13,6 @@
 
 #include "core/error.h"
 #include "core/log.h"
-#include "proxy/futex.h"
 
 namespace mixccl {
 
@@ -24,6 +23,8 @@ constexpr uint32_t kFrameFlagBye = 1u;
 // across connections does not cost more in headers and system calls than it gains.
 constexpr size_t kMinFrameBytes = 64 << 10;
 constexpr uint64_t kEventFdTag = UINT64_MAX;
+// Read-ahead buffer per connection: frames with payloads below half of it cost one read.
+constexpr size_t kStageBytes = 16 << 10;
 
 struct Proxy::SockState {
   int fd = -1;
@@ -39,7 +40,9 @@ struct Proxy::SockState {
   size_t sendBodyDone = 0;
   // Receive side: the frame being read.
   FrameHeader recvHdr{};
-  size_t recvHdrDone = 0;
+  std::vector<char> stage;  // bytes read ahead of the current frame
+  size_t stageBegin = 0;
+  size_t stageEnd = 0;
   ProxyOp* recvOp = nullptr;
   size_t recvBodyDone = 0;
   bool paused = false;     // holds a header for a receive that is not posted yet
@@ -66,6 +69,7 @@ Proxy::Proxy(const ProxyParams& params, std::vector<std::vector<Socket>> conns)
     for (size_t i = 0; i < ps.sockets.size(); ++i) {
       ps.socks[i].fd = ps.sockets[i].fd();
       ps.socks[i].peer = p;
+      ps.socks[i].stage.resize(kStageBytes);
     }
   }
   for (PeerState& ps : peers_)
@@ -80,23 +84,32 @@ Proxy::~Proxy() {
   for (PeerState& ps : peers_)
     for (Socket& s : ps.sockets) s.shutdown();
   if (epollFd_ >= 0) close(epollFd_);
+  if (watchFd_ >= 0) close(watchFd_);
   if (eventFd_ >= 0) close(eventFd_);
 }
 
 
 Result Proxy::start() {
   epollFd_ = epoll_create1(EPOLL_CLOEXEC);
+  watchFd_ = epoll_create1(EPOLL_CLOEXEC);
   eventFd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (epollFd_ < 0 || eventFd_ < 0)
+  if (epollFd_ < 0 || watchFd_ < 0 || eventFd_ < 0)
     return raiseError(mixcclSystemError, "cannot create epoll/eventfd: %s", strerror(errno));
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.u64 = kEventFdTag;
-  if (epoll_ctl(epollFd_, EPOLL_CTL_ADD, eventFd_, &ev) != 0)
+  if (epoll_ctl(epollFd_, EPOLL_CTL_ADD, eventFd_, &ev) != 0 ||
+      epoll_ctl(watchFd_, EPOLL_CTL_ADD, eventFd_, &ev) != 0)
     return raiseError(mixcclSystemError, "epoll_ctl(eventfd): %s", strerror(errno));
   for (SockState* s : sockByIndex_) {
     MIXCCL_CHECK(setNonBlocking(s->fd, true));
     setReadInterest(*s, true);
+    // The idle watcher hears only of connections that end (edge-triggered, once).
+    epoll_event watch{};
+    watch.events = EPOLLRDHUP | EPOLLET;
+    watch.data.u64 = (uint64_t)s->index;
+    if (epoll_ctl(watchFd_, EPOLL_CTL_ADD, s->fd, &watch) != 0)
+      return raiseError(mixcclSystemError, "epoll_ctl(watch): %s", strerror(errno));
   }
   thread_ = std::thread([this] { run(); });
   started_ = true;
@@ -121,42 +134,34 @@ void Proxy::post(ProxyOp* op) {
     op->state.store(ProxyOp::Failed, std::memory_order_release);
     return;
   }
-  {
-    std::lock_guard<std::mutex> lock(incomingMutex_);
-    incoming_.push_back(op);
-  }
-  if (sleeping_.load(std::memory_order_seq_cst)) wake();
-}
-
-void Proxy::notifyCompletion() {
-  completions_.fetch_add(1, std::memory_order_release);
-  if (waiters_.load(std::memory_order_seq_cst) > 0) futexWakeAll(&completions_);
+  std::lock_guard<std::mutex> lock(incomingMutex_);
+  incoming_.push_back(op);
+  // No wake-up: the thread that waits for the op drives progress (see wait()).
 }
 
 void Proxy::finishOp(ProxyOp* op, int state, Result r) {
   live_.erase(op);
   op->result = r;
   op->state.store(state, std::memory_order_release);
-  notifyCompletion();
 }
 
 Result Proxy::wait(ProxyOp* op, const Deadline& deadline) {
-  auto spinEnd = Clock::now() + std::chrono::microseconds(params_.spinUs);
-  while (op->stateNow() == ProxyOp::Pending && Clock::now() < spinEnd) {
-  }
-  bool timedOut = false;
-  while (op->stateNow() == ProxyOp::Pending) {
-    uint32_t seen = completions_.load(std::memory_order_acquire);
-    if (op->stateNow() != ProxyOp::Pending) break;
-    if (!timedOut && deadline.expired()) {
-      timedOut = true;
-      fail(mixcclTimeout, "rank " + std::to_string(params_.rank) + ": an operation with " +
-                              params_.peerNames[op->peer] +
-                              " did not complete within the timeout (MIXCCL_TIMEOUT_S)");
+  if (op->stateNow() == ProxyOp::Pending) {
+    // The waiting thread moves the bytes itself: handing each event to another thread costs a
+    // wake-up per message, which dominates small-message latency (docs/architecture.md).
+    std::lock_guard<std::mutex> lock(progressMutex_);
+    auto spinEnd = Clock::now() + std::chrono::microseconds(params_.spinUs);
+    bool timedOut = false;
+    while (op->stateNow() == ProxyOp::Pending) {
+      bool spinning = Clock::now() < spinEnd;
+      progressOnce(spinning ? 0 : std::max(1, deadline.remainingMs(100)), op);
+      if (op->stateNow() == ProxyOp::Pending && !timedOut && deadline.expired()) {
+        timedOut = true;
+        fail(mixcclTimeout, "rank " + std::to_string(params_.rank) + ": an operation with " +
+                                params_.peerNames[op->peer] +
+                                " did not complete within the timeout (MIXCCL_TIMEOUT_S)");
+      }
     }
-    waiters_.fetch_add(1, std::memory_order_seq_cst);
-    if (op->stateNow() == ProxyOp::Pending) futexWait(&completions_, seen, timedOut ? 10 : 100);
-    waiters_.fetch_sub(1, std::memory_order_seq_cst);
   }
   if (op->stateNow() == ProxyOp::Done) return mixcclSuccess;
   std::string msg;
@@ -395,57 +400,87 @@ void Proxy::peerFailed(int peer, const std::string& what) {
                               params_.peerNames[peer] + " failed: " + what);
 }
 
+// Reads what the connection has into the staging buffer. False when nothing more can be read
+// now (or the connection failed, which is then recorded).
+bool Proxy::fillStage(SockState& s) {
+  if (s.stageBegin > 0) {
+    memmove(s.stage.data(), s.stage.data() + s.stageBegin, s.stageEnd - s.stageBegin);
+    s.stageEnd -= s.stageBegin;
+    s.stageBegin = 0;
+  }
+  for (;;) {
+    ssize_t k = recv(s.fd, s.stage.data() + s.stageEnd, s.stage.size() - s.stageEnd, MSG_DONTWAIT);
+    if (k > 0) {
+      s.stageEnd += (size_t)k;
+      return true;
+    }
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
+    peerFailed(s.peer, k == 0 ? "it closed the connection (process ended or crashed)"
+                              : std::string("receive failed: ") + strerror(errno));
+    return false;
+  }
+}
+
+void Proxy::handleBye(SockState& s) {
+  s.byeReceived = true;
+  setReadInterest(s, false);
+  setWriteInterest(s, false);
+  PeerState& ps = peers_[s.peer];
+  if (++ps.byes < (int)ps.socks.size()) return;
+  ps.left = true;
+  bool pending = !ps.sendQueue.empty();
+  for (ProxyOp* op : ps.recvSlots) pending = pending || op != nullptr;
+  for (SockState& o : ps.socks) pending = pending || o.sendOp;
+  if (pending)
+    fail(mixcclRemoteError, "rank " + std::to_string(params_.rank) + ": " +
+                                params_.peerNames[s.peer] +
+                                " destroyed the communicator with operations pending");
+}
+
+// Small frames arrive through a staging buffer (header and payload in one system call);
+// the payload of a large frame is read straight into the user's buffer.
 bool Proxy::pumpRecv(SockState& s) {
   bool progressed = false;
   while (failure_.load() == mixcclSuccess && !s.paused && !s.byeReceived) {
     if (!s.recvOp) {
-      char* dst = reinterpret_cast<char*>(&s.recvHdr) + s.recvHdrDone;
-      ssize_t k = recv(s.fd, dst, sizeof(FrameHeader) - s.recvHdrDone, MSG_DONTWAIT);
-      if (k == 0) {
-        peerFailed(s.peer, "it closed the connection (process ended or crashed)");
-        return true;
+      if (s.stageEnd - s.stageBegin < sizeof(FrameHeader)) {
+        if (!fillStage(s)) return progressed;
+        progressed = true;
+        continue;
       }
-      if (k < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK) return progressed;
-        if (errno == EINTR) continue;
-        peerFailed(s.peer, std::string("receive failed: ") + strerror(errno));
-        return true;
-      }
-      progressed = true;
-      s.recvHdrDone += (size_t)k;
-      if (s.recvHdrDone < sizeof(FrameHeader)) continue;
+      memcpy(&s.recvHdr, s.stage.data() + s.stageBegin, sizeof(FrameHeader));
+      s.stageBegin += sizeof(FrameHeader);
       if (s.recvHdr.magic == kFrameMagic && s.recvHdr.flags == kFrameFlagBye) {
-        s.byeReceived = true;
-        setReadInterest(s, false);
-        setWriteInterest(s, false);
-        PeerState& ps = peers_[s.peer];
-        if (++ps.byes == (int)ps.socks.size()) {
-          ps.left = true;
-          bool pending = !ps.sendQueue.empty();
-          for (ProxyOp* op : ps.recvSlots) pending = pending || op != nullptr;
-          for (SockState& o : ps.socks) pending = pending || o.sendOp;
-          if (pending)
-            fail(mixcclRemoteError, "rank " + std::to_string(params_.rank) + ": " +
-                                        params_.peerNames[s.peer] +
-                                        " destroyed the communicator with operations pending");
-        }
+        handleBye(s);
         return true;
       }
-      s.recvHdrDone = 0;
       if (!matchFrame(s)) return progressed;
     }
     ProxyOp* op = s.recvOp;
+    char* dst = op->buf + s.recvHdr.offset + s.recvBodyDone;
     size_t left = s.recvHdr.length - s.recvBodyDone;
+    size_t staged = s.stageEnd - s.stageBegin;
+    if (left > 0 && staged > 0) {
+      size_t n = std::min(left, staged);
+      memcpy(dst, s.stage.data() + s.stageBegin, n);
+      s.stageBegin += n;
+      s.recvBodyDone += n;
+      progressed = true;
+      continue;
+    }
+    if (left > 0 && left < s.stage.size() / 2) {
+      if (!fillStage(s)) return progressed;
+      progressed = true;
+      continue;
+    }
     if (left > 0) {
-      ssize_t k = recv(s.fd, op->buf + s.recvHdr.offset + s.recvBodyDone, left, MSG_DONTWAIT);
-      if (k == 0) {
-        peerFailed(s.peer, "it closed the connection in the middle of a message");
-        return true;
-      }
-      if (k < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK) return progressed;
-        if (errno == EINTR) continue;
-        peerFailed(s.peer, std::string("receive failed: ") + strerror(errno));
+      ssize_t k = recv(s.fd, dst, left, MSG_DONTWAIT);
+      if (k <= 0) {
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return progressed;
+        peerFailed(s.peer, k == 0 ? "it closed the connection in the middle of a message"
+                                  : std::string("receive failed: ") + strerror(errno));
         return true;
       }
       progressed = true;
@@ -462,6 +497,8 @@ bool Proxy::pumpRecv(SockState& s) {
         ++ps.recvBase;
       }
       finishOp(op, ProxyOp::Done, mixcclSuccess);
+      // Let the waiter look before another read; level-triggered epoll brings us back.
+      if (s.stageBegin == s.stageEnd) return true;
     }
   }
   return progressed;
@@ -485,49 +522,49 @@ void Proxy::failEverything() {
   }
 }
 
+void Proxy::progressOnce(int timeoutMs, const ProxyOp* waitingFor) {
+  drainIncoming();
+  if (!failedHandled_ && failure_.load() != mixcclSuccess) {
+    failEverything();
+    failedHandled_ = true;
+  }
+  if (failedHandled_) drainIncoming();  // posts after the failure end at once
+  // Starting the new sends may already have finished the awaited op: then do not block.
+  if (waitingFor && waitingFor->stateNow() != ProxyOp::Pending) timeoutMs = 0;
+  epoll_event events[64];
+  int n = epoll_wait(epollFd_, events, 64, timeoutMs);
+  for (int i = 0; i < n; ++i) {
+    if (events[i].data.u64 == kEventFdTag) {
+      uint64_t v;
+      ssize_t rc = read(eventFd_, &v, sizeof(v));
+      (void)rc;
+      continue;
+    }
+    SockState& s = *sockByIndex_[events[i].data.u64];
+    if (events[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) pumpRecv(s);
+    if (events[i].events & EPOLLOUT) pumpSend(s);
+  }
+  if (!failedHandled_ && failure_.load() != mixcclSuccess) {
+    failEverything();
+    failedHandled_ = true;
+  }
+}
+
+// The progress thread proper: between calls (and whenever nobody waits) it watches for
+// connections that end and for failures, so a dead peer is noticed, logged and reported by
+// mixcclCommGetAsyncError without any call in flight.
 void Proxy::run() {
   setLogRank(params_.rank);
-  epoll_event events[64];
-  auto lastActivity = Clock::now();
-  bool failedHandled = false;
+  epoll_event events[16];
   while (!stopRequested_.load()) {
-    drainIncoming();
-    if (!failedHandled && failure_.load() != mixcclSuccess) {
-      failEverything();
-      failedHandled = true;
-    }
-    if (failedHandled) drainIncoming();  // posts after the failure end at once
-    bool spinning =
-        Clock::now() - lastActivity < std::chrono::microseconds(params_.spinUs);
-    int timeoutMs = 0;
-    if (!spinning) {
-      sleeping_.store(true, std::memory_order_seq_cst);
-      bool pending;
-      {
-        std::lock_guard<std::mutex> lock(incomingMutex_);
-        pending = !incoming_.empty();
-      }
-      timeoutMs = pending || stopRequested_.load() ? 0 : 200;
-    }
-    int n = epoll_wait(epollFd_, events, 64, timeoutMs);
-    sleeping_.store(false, std::memory_order_relaxed);
-    bool progressed = false;
-    for (int i = 0; i < n; ++i) {
-      if (events[i].data.u64 == kEventFdTag) {
-        uint64_t v;
-        ssize_t rc = read(eventFd_, &v, sizeof(v));
-        (void)rc;
-        progressed = true;
-        continue;
-      }
-      SockState& s = *sockByIndex_[events[i].data.u64];
-      if (events[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
-        progressed |= pumpRecv(s);
-      if (events[i].events & EPOLLOUT) progressed |= pumpSend(s);
-    }
-    if (progressed) lastActivity = Clock::now();
+    int n = epoll_wait(watchFd_, events, 16, 1000);
+    if (stopRequested_.load()) break;
+    if (n <= 0) continue;
+    std::lock_guard<std::mutex> lock(progressMutex_);
+    progressOnce(0, nullptr);
   }
   // Whatever is still pending when the thread stops can never finish.
+  std::lock_guard<std::mutex> lock(progressMutex_);
   drainIncoming();
   if (!live_.empty()) {
     fail(mixcclInvalidUsage, "rank " + std::to_string(params_.rank) +

@@ -1,7 +1,7 @@
-// The progress thread of a communicator: it owns the peer connections and moves the bytes of
-// every posted send and receive, while the calling thread enqueues ops and waits. It spins for
-// MIXCCL_SPIN_US after the last activity, then blocks in epoll until there is work, so idle
-// ranks leave the cores to the ones that compute.
+// The progress engine of a communicator: it owns the peer connections and moves the bytes of
+// every posted send and receive. Callers enqueue ops and wait; the waiting caller drives the
+// engine itself (polling MIXCCL_SPIN_US, then blocking in epoll), and the progress thread
+// takes over whenever nobody waits, watching for peers that go away.
 #pragma once
 
 #include <atomic>
@@ -62,19 +62,24 @@ class Proxy {
   void finishOp(ProxyOp* op, int state, Result r);
   bool pumpSend(SockState& s);
   bool pumpRecv(SockState& s);
+  bool fillStage(SockState& s);
+  void handleBye(SockState& s);
   bool assignFrame(SockState& s);
   bool matchFrame(SockState& s);
   void setWriteInterest(SockState& s, bool on);
   void setReadInterest(SockState& s, bool on);
   void peerFailed(int peer, const std::string& what);
-  void notifyCompletion();
+  // One round of progress, blocking up to timeoutMs for events unless waitingFor is already
+  // finished. Called with progressMutex_ held.
+  void progressOnce(int timeoutMs, const ProxyOp* waitingFor);
   void wake();
   void stopThread();
 
   ProxyParams params_;
   std::vector<PeerState> peers_;
   std::vector<SockState*> sockByIndex_;
-  int epollFd_ = -1;
+  int epollFd_ = -1;   // data path: every socket the waiting caller reads or writes
+  int watchFd_ = -1;   // idle watcher: connection ends only
   int eventFd_ = -1;
   std::thread thread_;
   std::mutex stopMutex_;
@@ -82,7 +87,6 @@ class Proxy {
 
   std::mutex incomingMutex_;
   std::vector<ProxyOp*> incoming_;
-  std::atomic<bool> sleeping_{false};
   std::atomic<bool> stopRequested_{false};
   std::atomic<bool> graceful_{false};
   bool started_ = false;
@@ -91,9 +95,10 @@ class Proxy {
   std::atomic<int> failure_{mixcclSuccess};
   std::string failureMessage_;
 
-  // Completion signalling: a counter the waiters sleep on (futex).
-  std::atomic<uint32_t> completions_{0};
-  std::atomic<int> waiters_{0};
+  // Held by whichever thread drives progress: a waiting caller, or the proxy thread when idle.
+  // Everything below peers_ is touched only under it.
+  std::mutex progressMutex_;
+  bool failedHandled_ = false;
 };
 
 }  // namespace mixccl
