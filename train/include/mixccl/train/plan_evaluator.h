@@ -1,0 +1,56 @@
+// Turns a structure and a micro-batch count into a fully costed plan: micro-batch sizes,
+// layer split, recomputation, memory, 1F1B simulation and gradient AllReduce.
+#pragma once
+
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mixccl/train/cost_model.h"
+#include "mixccl/train/memory_model.h"
+#include "mixccl/train/plan.h"
+
+namespace mixccl::train {
+
+enum class SplitMethod { kDynamicProgramming, kExhaustive };
+
+// The nearest miss among infeasible candidates: what does not fit and by how much.
+struct MemoryShortfall {
+  double short_bytes = std::numeric_limits<double>::infinity();
+  std::string what;
+  void Offer(double bytes, const std::string& description);
+};
+
+class PlanEvaluator {
+ public:
+  PlanEvaluator(const CostModel& cost, const MemoryModel& memory);
+
+  // Micro-batch counts m that divide the global batch and leave every replica at least one
+  // sequence per micro-batch.
+  std::vector<int> MicroBatchCounts(const Structure& s) const;
+
+  // Full evaluation; nullopt when some stage does not fit even with full recomputation (then
+  // `shortfall`, if given, is offered the smallest overflow of this candidate).
+  std::optional<Plan> Evaluate(const Structure& s, int micro_batches, SplitMethod method,
+                               MemoryShortfall* shortfall) const;
+
+  // Quick estimate of the step time used to rank candidates before the full evaluation:
+  // greedy integral split without the memory-aware DP, closed-form 1F1B time
+  // (sum of stage times + (m-1) * bottleneck) and the gradient AllReduce. `fits` tells whether
+  // that split fits in memory (with greedy recomputation).
+  double Estimate(const Structure& s, int micro_batches, bool* fits) const;
+
+  // Time per micro-batch of one replica of `g` at micro-batch `mb` with a fractional (ideal)
+  // layer split: the speed measure used to size micro-batches.
+  double IdealMicroBatchTime(const GroupTemplate& g, int mb) const;
+
+ private:
+  struct StageShape;
+  std::vector<StageShape> Shapes(const Structure& s, int group, int mb, int m) const;
+
+  const CostModel& cost_;
+  const MemoryModel& memory_;
+};
+
+}  // namespace mixccl::train
