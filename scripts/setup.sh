@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(build-essential cmake pkg-config libssl-dev libgtest-dev nlohmann-json3-dev
+packages=(build-essential cmake pkg-config libssl-dev libgtest-dev nlohmann-json3-dev libhwloc-dev
           libgloo-dev libopenmpi-dev openmpi-bin python3 python3-matplotlib iproute2)
 missing=()
 for p in "${packages[@]}"; do
