@@ -41,9 +41,10 @@ EnvParams load() {
   p.algo = readString("MIXCCL_ALGO", "auto");
   p.rdThresholdBytes = (size_t)readInt("MIXCCL_RD_THRESHOLD", 64 << 10, 0, 1LL << 40);
   p.chunkBytes = (size_t)readInt("MIXCCL_CHUNK_BYTES", 256 << 10, 1024, 1LL << 30);
-  p.spinUs = (int)readInt("MIXCCL_SPIN_US", 50, 0, 1000000);
+  p.spinUs = (int)readInt("MIXCCL_SPIN_US", 100, 0, 1000000);
   p.adaptor = readString("MIXCCL_ADAPTOR", "");
   p.net = readString("MIXCCL_NET", "");
+  p.checkMismatch = readInt("MIXCCL_CHECK_MISMATCH", 0, 0, 1) == 1;
   return p;
 }
 

@@ -1,5 +1,6 @@
 #include "proxy/proxy.h"
 
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -155,6 +156,9 @@ Result Proxy::wait(ProxyOp* op, const Deadline& deadline) {
     while (op->stateNow() == ProxyOp::Pending) {
       bool spinning = Clock::now() < spinEnd;
       progressOnce(spinning ? 0 : std::max(1, deadline.remainingMs(100)), op);
+      // Polling, but giving the core away at once if anyone else wants it: with more ranks
+      // than cores, the peer we wait for may need exactly this core.
+      if (spinning && op->stateNow() == ProxyOp::Pending) sched_yield();
       if (op->stateNow() == ProxyOp::Pending && !timedOut && deadline.expired()) {
         timedOut = true;
         fail(mixcclTimeout, "rank " + std::to_string(params_.rank) + ": an operation with " +
