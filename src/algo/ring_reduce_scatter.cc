@@ -38,7 +38,11 @@ Result ringReduceScatter(CollContext& c, const void* sendbuf, void* recvbuf, siz
            chunks.size(ch) * es);
   std::vector<char> recvSlots(kWindow * chunkElems * es);
   std::vector<ProxyOp*> recvOps(kWindow, nullptr);
-  SlotRing partials(kWindow, chunkElems * es);
+  // One partial slot per chunk of a block: a slot is reused one step later for the same
+  // chunk, whose earlier send the next rank consumes at about the same point of its own loop.
+  // Fewer slots would make each rank wait for the next one to be nchunks units ahead, which
+  // around a ring is a deadlock once the socket buffers are full.
+  SlotRing partials(nchunks, chunkElems * es);
   size_t posted = 0;
   for (size_t u = 0; u < units; ++u) {
     for (; posted < units && posted < u + kWindow; ++posted)

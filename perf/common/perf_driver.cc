@@ -1,0 +1,456 @@
+#include "perf_driver.h"
+
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "mixccl_launch.h"
+#include "perf_args.h"
+#include "perf_output.h"
+#include "perf_types.h"
+
+namespace mixperf {
+
+namespace {
+
+double nowSec() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string wallClock() {
+  char buf[64];
+  std::time_t t = std::time(nullptr);
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S", std::localtime(&t));
+  return buf;
+}
+
+std::string cpuModel() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      size_t c = line.find(':');
+      if (c != std::string::npos) {
+        std::string m = line.substr(c + 1);
+        m.erase(0, m.find_first_not_of(' '));
+        return m;
+      }
+    }
+  }
+  return "CPU";
+}
+
+// Everything the run needs, shared with the watchdog.
+struct Runner {
+  const CollDesc& coll;
+  PerfArgs args;
+  mixcclComm_t comm = nullptr;
+  int rank = 0, nranks = 1;
+  std::string program;
+  std::atomic<double> opStart{0.0};  // 0 when no operation is in flight
+  std::atomic<bool> done{false};
+  std::thread watchdog;
+  char* sendBuf = nullptr;
+  char* recvBuf = nullptr;
+  char* expBuf = nullptr;
+  size_t bufBytes = 0;
+  uint64_t checkCounter = 0;
+  std::vector<ResultRecord> results;
+  double bwSum = 0;
+  int bwCount = 0;
+  int outOfBounds = 0;
+
+  explicit Runner(const CollDesc& c) : coll(c) {}
+
+  [[noreturn]] void fail(const char* what, mixcclResult_t res) {
+    std::fprintf(stderr, "%s: rank %d: %s failed: %s: %s\n", program.c_str(), rank, what,
+                 mixcclGetErrorString(res), mixcclGetLastError(comm));
+    std::fflush(stderr);
+    if (comm != nullptr) mixcclCommAbort(comm);
+    std::_Exit(1);
+  }
+
+  void check(mixcclResult_t res, const char* what) {
+    if (res != mixcclSuccess) fail(what, res);
+  }
+
+  void arm() {
+    if (args.timeoutSec > 0) opStart.store(nowSec());
+  }
+  void disarm() {
+    if (args.timeoutSec > 0) opStart.store(0.0);
+  }
+
+  void startWatchdog() {
+    if (args.timeoutSec <= 0) return;
+    watchdog = std::thread([this] {
+      while (!done.load()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        double s = opStart.load();
+        if (s > 0 && nowSec() - s > args.timeoutSec) {
+          char host[256] = {0};
+          gethostname(host, sizeof(host) - 1);
+          std::fprintf(stderr, "%s: rank %d on %s: Test timeout (%d s): aborting\n",
+                       program.c_str(), rank, host, args.timeoutSec);
+          std::fflush(stderr);
+          mixcclCommAbort(comm);
+          std::this_thread::sleep_for(std::chrono::seconds(5));
+          std::_Exit(3);
+        }
+      }
+    });
+  }
+
+  void barrier() {
+    static int32_t v[2];
+    v[0] = 1;
+    arm();
+    check(mixcclAllReduce(&v[0], &v[1], 1, mixcclInt32, mixcclSum, comm, nullptr), "barrier");
+    disarm();
+  }
+
+  double aggregateTime(double sec) {
+    static double in[1], out[1];
+    in[0] = sec;
+    arm();
+    switch (args.average) {
+      case 0:
+        check(mixcclBroadcast(in, out, 1, mixcclFloat64, 0, comm, nullptr), "time broadcast");
+        break;
+      case 2:
+        check(mixcclAllReduce(in, out, 1, mixcclFloat64, mixcclMin, comm, nullptr), "time min");
+        break;
+      case 3:
+        check(mixcclAllReduce(in, out, 1, mixcclFloat64, mixcclMax, comm, nullptr), "time max");
+        break;
+      default:
+        check(mixcclAllReduce(in, out, 1, mixcclFloat64, mixcclSum, comm, nullptr), "time sum");
+        out[0] /= nranks;
+        break;
+    }
+    disarm();
+    return out[0];
+  }
+
+  int64_t sumAcrossRanks(int64_t v) {
+    static int64_t in[1], out[1];
+    in[0] = v;
+    arm();
+    check(mixcclAllReduce(in, out, 1, mixcclInt64, mixcclSum, comm, nullptr), "error count sum");
+    disarm();
+    return out[0];
+  }
+
+  void pointers(const Counts& c, size_t es, bool inPlace, char** send, char** recv) {
+    *send = inPlace ? recvBuf + c.sendInplaceOffset * static_cast<size_t>(rank) * es : sendBuf;
+    *recv = recvBuf + (inPlace ? c.recvInplaceOffset * static_cast<size_t>(rank) * es : 0);
+  }
+
+  void runOnce(char* send, char* recv, const Counts& c, mixcclDataType_t t, mixcclRedOp_t op,
+               int root) {
+    arm();
+    check(coll.run(send, recv, c.param, t, op, root, comm, rank, nranks), coll.name);
+    disarm();
+  }
+
+  // One timed + checked measurement of one placement. Returns (time us, algbw, busbw, wrong).
+  void bench(const Counts& c, mixcclDataType_t t, mixcclRedOp_t op, int root, bool inPlace,
+             ResultRecord* rec) {
+    const size_t es = typeInfo(t).size;
+    const int p = inPlace ? 1 : 0;
+    char *send, *recv;
+    pointers(c, es, inPlace, &send, &recv);
+    // Benign values for the timed runs (0 is exact in every type, never a NaN or a denormal).
+    std::memset(send, 0, c.send * es);
+
+    runOnce(send, recv, c, t, op, root);  // sync, like nccl-tests
+    barrier();
+    double t0 = nowSec();
+    for (int it = 0; it < args.iters; ++it) {
+      if (args.aggIters > 1) check(mixcclGroupStart(), "mixcclGroupStart");
+      for (int a = 0; a < args.aggIters; ++a) {
+        arm();
+        mixcclResult_t res = coll.run(send, recv, c.param, t, op, root, comm, rank, nranks);
+        if (res != mixcclSuccess) fail(coll.name, res);
+      }
+      if (args.aggIters > 1) check(mixcclGroupEnd(), "mixcclGroupEnd");
+    }
+    double sec = (nowSec() - t0) / (static_cast<double>(args.iters) * args.aggIters);
+    disarm();
+    sec = aggregateTime(sec);
+
+    const double bytes = static_cast<double>(c.param * es);
+    double algBw = sec > 0 ? bytes * coll.algFactor(nranks) / 1.0e9 / sec : 0.0;
+    double busBw = algBw * coll.busFactor(nranks);
+
+    int64_t wrong = 0;
+    const bool report = !(inPlace && !coll.inPlaceChecked);
+    if (report) {
+      for (int rep = 0; rep < args.check; ++rep) {
+        DataPlan plan = makePlan(t, op, coll.reduction, nranks,
+                                 0x6d69786363ULL * (++checkCounter) + 17);
+        DataJob job{&plan, rank, nranks, root, c};
+        poison(recvBuf, std::max(c.send, c.recv) * es);
+        fillSend(job, send);
+        bool checked = coll.fillExpected(job, expBuf);
+        runOnce(send, recv, c, t, op, root);
+        if (args.injectErrorRank == rank && checked && c.recv > 0) {
+          recv[(c.recv / 2) * es] ^= 0x01;
+        }
+        int64_t mine = checked ? static_cast<int64_t>(countMismatches(t, recv, expBuf, c.recv)) : 0;
+        if (mine != 0) {
+          std::fprintf(stderr, "%s: rank %d: %lld wrong element(s) of %zu (%s %s %s root %d %s)\n",
+                       program.c_str(), rank, static_cast<long long>(mine), c.recv, coll.name,
+                       typeInfo(t).name, coll.reduction ? opInfo(op).name : "none", root,
+                       inPlace ? "in-place" : "out-of-place");
+        }
+        wrong = sumAcrossRanks(mine);
+        if (wrong != 0) break;
+      }
+    }
+    rec->timeUs[p] = sec * 1e6;
+    rec->algBw[p] = algBw;
+    rec->busBw[p] = busBw;
+    rec->wrong[p] = wrong;
+    rec->reportErrors[p] = report;
+    if (report && wrong != 0) ++outOfBounds;
+    bwSum += busBw;
+    ++bwCount;
+  }
+
+  void fillSend(const DataJob& job, char* send) { coll.fillSend(job, send); }
+
+  void printHeader(const mixcclLaunchInfo& info, std::vector<DeviceRecord>* devices) {
+    // Gather one line per rank at rank 0 (AllGather of fixed-size records).
+    constexpr size_t kRec = 512;
+    std::vector<char> mine(kRec, 0), all(kRec * static_cast<size_t>(nranks), 0);
+    char host[256] = {0};
+    gethostname(host, sizeof(host) - 1);
+    int device = 0;
+    if (mixcclCommDevice(comm, &device) != mixcclSuccess) device = -1;
+    std::snprintf(mine.data(), kRec, "%d|%d|%s|%d|%s (%s)", rank, static_cast<int>(getpid()), host,
+                  device, cpuModel().c_str(), info.launcher);
+    arm();
+    check(mixcclAllGather(mine.data(), all.data(), kRec, mixcclInt8, comm, nullptr),
+          "header AllGather");
+    disarm();
+    if (rank != 0) return;
+    int libVersion = 0;
+    mixcclGetVersion(&libVersion);
+    std::printf("# mixccl-tests version %d.%d.%d mixccl-headers=%d mixccl-library=%d\n",
+                MIXCCL_MAJOR, MIXCCL_MINOR, MIXCCL_PATCH, MIXCCL_VERSION_CODE, libVersion);
+    std::printf("# Collective test starting: %s\n", program.c_str());
+    std::printf("# nThread 1 nGpus 1 nRanks %d minBytes %zu maxBytes %zu step: %zu(%s) warmup "
+                "iters: %d iters: %d agg iters: %d validation: %d graph: 0\n",
+                nranks, args.minBytes, args.maxBytes,
+                args.stepFactor > 1 ? args.stepFactor : args.stepBytes,
+                args.stepFactor > 1 ? "factor" : "bytes", args.warmupIters, args.iters,
+                args.aggIters, args.check);
+    std::printf("#\n# Using devices\n");
+    for (int r = 0; r < nranks; ++r) {
+      std::string rec(all.data() + kRec * static_cast<size_t>(r));
+      DeviceRecord d;
+      std::vector<std::string> f;
+      size_t s = 0;
+      for (int k = 0; k < 4; ++k) {
+        size_t bar = rec.find('|', s);
+        f.push_back(rec.substr(s, bar == std::string::npos ? std::string::npos : bar - s));
+        s = bar == std::string::npos ? rec.size() : bar + 1;
+      }
+      d.rank = std::atoi(f[0].c_str());
+      d.pid = std::atoi(f[1].c_str());
+      d.hostname = f[2];
+      d.device = std::atoi(f[3].c_str());
+      d.info = rec.substr(std::min(s, rec.size()));
+      std::printf("#  Rank %2d Group %2d Pid %6d on %10s device %2d [host] %s\n", d.rank, 0, d.pid,
+                  d.hostname.c_str(), d.device, d.info.c_str());
+      devices->push_back(d);
+    }
+    std::fflush(stdout);
+  }
+
+  std::string configJson() {
+    char buf[512];
+    std::snprintf(buf, sizeof(buf),
+                  "{\"nranks\": %d, \"minimum_bytes\": %zu, \"maximum_bytes\": %zu, \"%s\": %zu, "
+                  "\"warmup_iters\": %d, \"iterations\": %d, \"aggregated_iterations\": %d, "
+                  "\"validation\": %d, \"average\": %d, \"run_cycles\": %d, \"timeout\": %d}",
+                  nranks, args.minBytes, args.maxBytes,
+                  args.stepFactor > 1 ? "step_factor" : "step_bytes",
+                  args.stepFactor > 1 ? args.stepFactor : args.stepBytes, args.warmupIters,
+                  args.iters, args.aggIters, args.check, args.average, args.cycles, args.timeoutSec);
+    return buf;
+  }
+};
+
+}  // namespace
+
+int perfMain(int argc, char** argv, const CollDesc& coll) {
+  Runner R(coll);
+  const char* slash = std::strrchr(argv[0], '/');
+  R.program = slash ? slash + 1 : argv[0];
+  std::string err;
+  switch (parseArgs(argc, argv, &R.args, &err)) {
+    case ParseResult::kHelp:
+      std::printf("%s", usage(R.program.c_str()).c_str());
+      return 0;
+    case ParseResult::kError:
+      std::fprintf(stderr, "%s: %s\n%s", R.program.c_str(), err.c_str(),
+                   usage(R.program.c_str()).c_str());
+      return 2;
+    case ParseResult::kOk:
+      break;
+  }
+  PerfArgs& a = R.args;
+  const std::string startTime = wallClock();
+
+  mixcclConfig_t config = MIXCCL_CONFIG_INITIALIZER;
+  if (a.timeoutSec > 0) config.timeout = a.timeoutSec;
+  mixcclLaunchInfo info;
+  mixcclResult_t res = mixcclLaunchInitComm(&R.comm, &info, &config);
+  if (res != mixcclSuccess) {
+    std::fprintf(stderr, "%s: %s\n", R.program.c_str(), mixcclLaunchLastError());
+    return 1;
+  }
+  R.check(mixcclCommUserRank(R.comm, &R.rank), "mixcclCommUserRank");
+  R.check(mixcclCommCount(R.comm, &R.nranks), "mixcclCommCount");
+  R.startWatchdog();
+
+  std::vector<int> roots;
+  if (coll.rooted) {
+    if (a.allRoots) {
+      for (int r = 0; r < R.nranks; ++r) roots.push_back(r);
+    } else {
+      if (a.root >= R.nranks) {
+        std::fprintf(stderr, "%s: root %d is not a rank of this %d-rank job\n", R.program.c_str(),
+                     a.root, R.nranks);
+        mixcclCommDestroy(R.comm);
+        return 2;
+      }
+      roots.push_back(a.root);
+    }
+  } else {
+    roots.push_back(-1);
+  }
+  std::vector<mixcclRedOp_t> ops = coll.reduction ? a.ops : std::vector<mixcclRedOp_t>{mixcclSum};
+  const std::vector<size_t> sizes = sizeSweep(a);
+
+  // One allocation for the largest size of any type: in-place runs use recvBuf for both sides.
+  size_t maxBytes = 0;
+  for (mixcclDataType_t t : a.types) {
+    const size_t es = typeInfo(t).size;
+    for (size_t s : sizes) {
+      Counts c;
+      coll.getCounts(s / es, es, R.nranks, &c);
+      maxBytes = std::max(maxBytes, std::max(c.send, c.recv) * es);
+    }
+  }
+  R.bufBytes = maxBytes + 64;
+  for (char** b : {&R.sendBuf, &R.recvBuf, &R.expBuf}) {
+    void* p = nullptr;
+    if (posix_memalign(&p, 4096, R.bufBytes) != 0) {
+      std::fprintf(stderr, "%s: cannot allocate %zu bytes\n", R.program.c_str(), R.bufBytes);
+      return 1;
+    }
+    std::memset(p, 0, R.bufBytes);
+    *b = static_cast<char*>(p);
+  }
+
+  std::vector<DeviceRecord> devices;
+  R.printHeader(info, &devices);
+  if (R.rank == 0) {
+    std::printf("%s", tableHeader().c_str());
+    std::fflush(stdout);
+  }
+
+  int cycle = 0;
+  do {
+    for (mixcclDataType_t t : a.types) {
+      const size_t es = typeInfo(t).size;
+      for (mixcclRedOp_t op : ops) {
+        for (int root : roots) {
+          const int callRoot = root < 0 ? 0 : root;
+          // Warm-up over all sizes, out of place.
+          for (size_t s : sizes) {
+            Counts c;
+            coll.getCounts(s / es, es, R.nranks, &c);
+            char *send, *recv;
+            R.pointers(c, es, false, &send, &recv);
+            for (int w = 0; w < a.warmupIters; ++w) R.runOnce(send, recv, c, t, op, callRoot);
+          }
+          for (size_t s : sizes) {
+            Counts c;
+            coll.getCounts(s / es, es, R.nranks, &c);
+            ResultRecord rec;
+            rec.bytes = std::max(c.send, c.recv) * es;
+            rec.count = c.param;
+            rec.type = typeInfo(t).name;
+            rec.op = coll.reduction ? opInfo(op).name : "none";
+            rec.root = root;
+            R.bench(c, t, op, callRoot, false, &rec);
+            R.bench(c, t, op, callRoot, true, &rec);
+            if (R.rank == 0) {
+              std::string line = rowPreamble(rec.bytes, rec.count, rec.type.c_str(),
+                                             rec.op.c_str(), rec.root);
+              for (int p = 0; p < 2; ++p) {
+                line += rowBody(rec.timeUs[p], rec.algBw[p], rec.busBw[p], rec.reportErrors[p],
+                                rec.wrong[p]);
+              }
+              std::printf("%s\n", line.c_str());
+              std::fflush(stdout);
+            }
+            R.results.push_back(rec);
+          }
+        }
+      }
+    }
+    ++cycle;
+  } while (a.cycles == 0 || cycle < a.cycles);
+
+  const double avgBw = R.bwCount ? R.bwSum / R.bwCount : 0.0;
+  if (R.rank == 0) {
+    std::printf("%s", footer(R.outOfBounds, avgBw).c_str());
+    std::printf("# Collective test concluded: %s\n", R.program.c_str());
+    std::fflush(stdout);
+    if (!a.jsonPath.empty()) {
+      std::vector<std::string> argList(argv, argv + argc);
+      int libVersion = 0;
+      mixcclGetVersion(&libVersion);
+      std::string doc = jsonDocument(R.program, argList, startTime, wallClock(), R.configJson(),
+                                     devices, R.results, R.outOfBounds, avgBw, libVersion);
+      std::ofstream f(a.jsonPath);
+      f << doc;
+      if (!f) {
+        std::fprintf(stderr, "%s: cannot write %s\n", R.program.c_str(), a.jsonPath.c_str());
+      } else {
+        std::printf("# Wrote JSON output to %s\n", a.jsonPath.c_str());
+      }
+    }
+  }
+  // Every rank exits only after rank 0 has written everything: with errors all ranks exit
+  // non-zero, and a launcher that ends the job at the first failing rank must not cut rank 0's
+  // footer off.
+  R.barrier();
+  R.done.store(true);
+  if (R.watchdog.joinable()) R.watchdog.join();
+  R.check(mixcclCommDestroy(R.comm), "mixcclCommDestroy");
+  R.comm = nullptr;
+  std::free(R.sendBuf);
+  std::free(R.recvBuf);
+  std::free(R.expBuf);
+  return R.outOfBounds ? 1 : 0;
+}
+
+}  // namespace mixperf

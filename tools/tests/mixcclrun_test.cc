@@ -1,0 +1,278 @@
+// Tests of the mixcclrun launcher: it is run as a separate process on mixcclrun_test_child.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace {
+
+double nowS() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+struct Job {
+  pid_t pid = -1;
+  int outFd = -1, errFd = -1;
+  std::string out, err;
+  int status = -1;
+
+  void start(const std::vector<std::string>& args) {
+    int o[2], e[2];
+    ASSERT_EQ(pipe(o), 0);
+    ASSERT_EQ(pipe(e), 0);
+    pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      dup2(o[1], 1);
+      dup2(e[1], 2);
+      close(o[0]);
+      close(e[0]);
+      std::vector<char*> argv;
+      argv.push_back(const_cast<char*>(MIXCCLRUN_PATH));
+      for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      execv(MIXCCLRUN_PATH, argv.data());
+      _exit(126);
+    }
+    close(o[1]);
+    close(e[1]);
+    outFd = o[0];
+    errFd = e[0];
+  }
+
+  // Reads output until pred() holds or both pipes closed or timeout; returns pred().
+  bool pump(double timeoutS, const std::function<bool()>& pred) {
+    double end = nowS() + timeoutS;
+    while (!pred()) {
+      if (outFd < 0 && errFd < 0) return pred();
+      double left = end - nowS();
+      if (left <= 0) return false;
+      pollfd fds[2];
+      int n = 0;
+      if (outFd >= 0) fds[n++] = {outFd, POLLIN, 0};
+      if (errFd >= 0) fds[n++] = {errFd, POLLIN, 0};
+      if (poll(fds, n, static_cast<int>(left * 1000) + 1) <= 0) continue;
+      for (int i = 0; i < n; ++i) {
+        if (!fds[i].revents) continue;
+        char buf[4096];
+        ssize_t got = read(fds[i].fd, buf, sizeof(buf));
+        bool isOut = fds[i].fd == outFd;
+        if (got > 0) {
+          (isOut ? out : err).append(buf, static_cast<size_t>(got));
+        } else {
+          close(fds[i].fd);
+          (isOut ? outFd : errFd) = -1;
+        }
+      }
+    }
+    return true;
+  }
+
+  // Drains the output and waits for the exit; returns false on timeout (then kills it).
+  bool finish(double timeoutS) {
+    double end = nowS() + timeoutS;
+    pump(timeoutS, [] { return false; });
+    while (nowS() < end) {
+      pid_t r = waitpid(pid, &status, WNOHANG);
+      if (r == pid) return true;
+      usleep(10000);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    return false;
+  }
+
+  int exitCode() const { return WIFEXITED(status) ? WEXITSTATUS(status) : -1; }
+};
+
+std::vector<std::string> lines(const std::string& s) {
+  std::vector<std::string> v;
+  std::stringstream ss(s);
+  std::string l;
+  while (std::getline(ss, l)) v.push_back(l);
+  return v;
+}
+
+bool processGone(int pid) {
+  if (kill(pid, 0) != 0) return true;
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  std::getline(f, stat);
+  size_t p = stat.rfind(')');
+  return p != std::string::npos && p + 2 < stat.size() && stat[p + 2] == 'Z';
+}
+
+std::vector<int> pidsIn(const std::string& out) {
+  std::vector<int> pids;
+  std::regex re(R"(\] (?:pid|ready) (\d+))");
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), re); it != std::sregex_iterator();
+       ++it) {
+    pids.push_back(std::stoi((*it)[1]));
+  }
+  return pids;
+}
+
+TEST(MixcclRun, PrefixesLinesAndSetsRankEnvironment) {
+  Job j;
+  j.start({"-np", "3", "-x", "EXTRA_VAR=hello", CHILD_PATH, "env"});
+  ASSERT_TRUE(j.finish(20));
+  EXPECT_EQ(j.exitCode(), 0) << j.err;
+  std::regex re(
+      R"(^\[(\d)\] rank=(\d) nranks=3 local=(\d) localsize=3 id=127\.0\.0\.1:(\d+) secret=([0-9a-f]{32}) extra=hello$)");
+  std::set<int> seen;
+  std::set<std::string> ids, secrets;
+  int partial = 0;
+  for (const std::string& l : lines(j.out)) {
+    std::smatch m;
+    if (std::regex_match(l, m, re)) {
+      EXPECT_EQ(m[1], m[2]);
+      EXPECT_EQ(m[2], m[3]);
+      seen.insert(std::stoi(m[1]));
+      ids.insert(m[4]);
+      secrets.insert(m[5]);
+    } else if (std::regex_match(l, std::regex(R"(^\[(\d)\] no newline from \1$)"))) {
+      ++partial;
+    } else {
+      ADD_FAILURE() << "unexpected stdout line: '" << l << "'";
+    }
+  }
+  EXPECT_EQ(seen, (std::set<int>{0, 1, 2}));
+  EXPECT_EQ(ids.size(), 1u);
+  EXPECT_EQ(secrets.size(), 1u);
+  EXPECT_EQ(partial, 3);  // the unterminated last line is flushed with its prefix
+  int errLines = 0;
+  for (const std::string& l : lines(j.err)) {
+    if (std::regex_match(l, std::regex(R"(^\[(\d)\] stderr line of \1$)"))) ++errLines;
+  }
+  EXPECT_EQ(errLines, 3) << j.err;
+}
+
+TEST(MixcclRun, NoPrefixOption) {
+  Job j;
+  j.start({"--no-prefix", "-np", "2", CHILD_PATH, "env"});
+  ASSERT_TRUE(j.finish(20));
+  EXPECT_EQ(j.exitCode(), 0);
+  for (const std::string& l : lines(j.out)) EXPECT_NE(l[0], '[') << l;
+}
+
+TEST(MixcclRun, FailingRankFailsJobAndKillsOthers) {
+  Job j;
+  double t0 = nowS();
+  j.start({"-np", "3", "--grace", "2", CHILD_PATH, "fail", "1", "7"});
+  ASSERT_TRUE(j.finish(25));
+  double took = nowS() - t0;
+  EXPECT_EQ(j.exitCode(), 7) << j.err;
+  EXPECT_LT(took, 15.0);  // the others sleep 60 s unless killed
+  EXPECT_NE(j.err.find("rank 1"), std::string::npos) << j.err;
+  EXPECT_NE(j.err.find("exited with status 7"), std::string::npos) << j.err;
+  std::vector<int> pids = pidsIn(j.out);
+  EXPECT_EQ(pids.size(), 2u) << j.out;
+  for (int p : pids) EXPECT_TRUE(processGone(p)) << "rank process " << p << " survived";
+}
+
+TEST(MixcclRun, RankKilledBySignalIsReported) {
+  Job j;
+  j.start({"-np", "2", CHILD_PATH, "segv", "0"});
+  ASSERT_TRUE(j.finish(25));
+  EXPECT_EQ(j.exitCode(), 128 + SIGSEGV);
+  EXPECT_NE(j.err.find("rank 0"), std::string::npos) << j.err;
+  EXPECT_NE(j.err.find("signal 11"), std::string::npos) << j.err;
+}
+
+TEST(MixcclRun, SurvivorIgnoringSigtermGetsSigkill) {
+  Job j;
+  double t0 = nowS();
+  j.start({"-np", "2", "--grace", "0.5", CHILD_PATH, "stubborn", "1"});
+  ASSERT_TRUE(j.finish(25));
+  EXPECT_EQ(j.exitCode(), 1);
+  EXPECT_LT(nowS() - t0, 15.0);
+  EXPECT_NE(j.err.find("SIGKILL"), std::string::npos) << j.err;
+  for (int p : pidsIn(j.out)) EXPECT_TRUE(processGone(p));
+}
+
+TEST(MixcclRun, ForwardsSigterm) {
+  Job j;
+  j.start({"-np", "2", CHILD_PATH, "trap"});
+  ASSERT_TRUE(j.pump(15, [&] { return pidsIn(j.out).size() == 2; })) << j.out << j.err;
+  ASSERT_EQ(kill(j.pid, SIGTERM), 0);
+  ASSERT_TRUE(j.finish(20));
+  EXPECT_NE(j.out.find("[0] got signal 15"), std::string::npos) << j.out;
+  EXPECT_NE(j.out.find("[1] got signal 15"), std::string::npos) << j.out;
+  EXPECT_EQ(j.exitCode(), 128 + SIGTERM);
+}
+
+TEST(MixcclRun, ForwardsSigint) {
+  Job j;
+  j.start({"-np", "2", CHILD_PATH, "trap"});
+  ASSERT_TRUE(j.pump(15, [&] { return pidsIn(j.out).size() == 2; })) << j.out << j.err;
+  ASSERT_EQ(kill(j.pid, SIGINT), 0);
+  ASSERT_TRUE(j.finish(20));
+  EXPECT_NE(j.out.find("[0] got signal 2"), std::string::npos) << j.out;
+  EXPECT_NE(j.out.find("[1] got signal 2"), std::string::npos) << j.out;
+  EXPECT_EQ(j.exitCode(), 128 + SIGINT);
+}
+
+TEST(MixcclRun, RanksDieWithLauncher) {
+  Job j;
+  j.start({"-np", "2", CHILD_PATH, "sleep"});
+  ASSERT_TRUE(j.pump(15, [&] { return pidsIn(j.out).size() == 2; })) << j.out << j.err;
+  std::vector<int> pids = pidsIn(j.out);
+  ASSERT_EQ(kill(j.pid, SIGKILL), 0);
+  waitpid(j.pid, &j.status, 0);
+  double end = nowS() + 10;
+  for (int p : pids) {
+    while (!processGone(p) && nowS() < end) usleep(20000);
+    EXPECT_TRUE(processGone(p)) << "rank process " << p << " outlived mixcclrun";
+  }
+}
+
+TEST(MixcclRun, JobTimeout) {
+  Job j;
+  j.start({"-np", "2", "--timeout", "1", "--grace", "0.5", CHILD_PATH, "sleep"});
+  ASSERT_TRUE(j.finish(20));
+  EXPECT_EQ(j.exitCode(), 124);
+}
+
+TEST(MixcclRun, HostList) {
+  Job ok;
+  ok.start({"-np", "1", "--host-list", "localhost,127.0.0.1:4", CHILD_PATH, "env"});
+  ASSERT_TRUE(ok.finish(20));
+  EXPECT_EQ(ok.exitCode(), 0) << ok.err;
+  Job bad;
+  bad.start({"-np", "1", "--host-list", "localhost,192.0.2.123", CHILD_PATH, "env"});
+  ASSERT_TRUE(bad.finish(20));
+  EXPECT_EQ(bad.exitCode(), 2);
+  EXPECT_NE(bad.err.find("192.0.2.123"), std::string::npos) << bad.err;
+}
+
+TEST(MixcclRun, UsageErrors) {
+  for (auto args : std::vector<std::vector<std::string>>{
+           {CHILD_PATH, "env"}, {"-np", "0", CHILD_PATH}, {"-np", "2"}, {"--bogus", "-np", "1"}}) {
+    Job j;
+    j.start(args);
+    ASSERT_TRUE(j.finish(20));
+    EXPECT_EQ(j.exitCode(), 2) << j.err;
+  }
+  Job missing;
+  missing.start({"-np", "1", "/nonexistent/program"});
+  ASSERT_TRUE(missing.finish(20));
+  EXPECT_EQ(missing.exitCode(), 127);
+}
+
+}  // namespace
