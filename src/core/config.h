@@ -11,7 +11,7 @@ namespace mixccl {
 struct CommConfig {
   bool blocking = true;
   int timeoutS = 300;
-  int nsocksPerPeer = 2;
+  int nsocksPerPeer = 0;  // 0: automatic per peer (1 on the same host, 2 across hosts)
   std::string netName = "socket";
   std::string commName;
   std::string adaptor = "host";

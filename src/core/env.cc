@@ -36,7 +36,7 @@ EnvParams load() {
   p.commSecret = readString("MIXCCL_COMM_SECRET", "");
   p.socketIfname = readString("MIXCCL_SOCKET_IFNAME", "");
   p.socketFamily = readString("MIXCCL_SOCKET_FAMILY", "");
-  p.nsocksPerPeer = (int)readInt("MIXCCL_NSOCKS_PERPEER", 2, 1, 16);
+  p.nsocksPerPeer = (int)readInt("MIXCCL_NSOCKS_PERPEER", 0, 0, 16);  // 0: automatic
   p.socketFrameBytes = (size_t)readInt("MIXCCL_SOCKET_FRAME_BYTES", 256 << 10, 4096, 64 << 20);
   p.algo = readString("MIXCCL_ALGO", "auto");
   p.rdThresholdBytes = (size_t)readInt("MIXCCL_RD_THRESHOLD", 64 << 10, 0, 1LL << 40);

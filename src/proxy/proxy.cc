@@ -44,6 +44,7 @@ struct Proxy::SockState {
   std::vector<char> stage;  // bytes read ahead of the current frame
   size_t stageBegin = 0;
   size_t stageEnd = 0;
+  size_t lastFrameBytes = 0;  // payload of the previous frame: predicts the next one
   ProxyOp* recvOp = nullptr;
   size_t recvBodyDone = 0;
   bool paused = false;     // holds a header for a receive that is not posted yet
@@ -406,14 +407,15 @@ void Proxy::peerFailed(int peer, const std::string& what) {
 
 // Reads what the connection has into the staging buffer. False when nothing more can be read
 // now (or the connection failed, which is then recorded).
-bool Proxy::fillStage(SockState& s) {
+bool Proxy::fillStage(SockState& s, size_t want) {
   if (s.stageBegin > 0) {
     memmove(s.stage.data(), s.stage.data() + s.stageBegin, s.stageEnd - s.stageBegin);
     s.stageEnd -= s.stageBegin;
     s.stageBegin = 0;
   }
+  size_t room = std::min(want, s.stage.size() - s.stageEnd);
   for (;;) {
-    ssize_t k = recv(s.fd, s.stage.data() + s.stageEnd, s.stage.size() - s.stageEnd, MSG_DONTWAIT);
+    ssize_t k = recv(s.fd, s.stage.data() + s.stageEnd, room, MSG_DONTWAIT);
     if (k > 0) {
       s.stageEnd += (size_t)k;
       return true;
@@ -449,7 +451,12 @@ bool Proxy::pumpRecv(SockState& s) {
   while (failure_.load() == mixcclSuccess && !s.paused && !s.byeReceived) {
     if (!s.recvOp) {
       if (s.stageEnd - s.stageBegin < sizeof(FrameHeader)) {
-        if (!fillStage(s)) return progressed;
+        // After a large frame the next is likely large too: read just its header, so the
+        // payload goes straight to the user's buffer instead of through the stage.
+        size_t want = s.lastFrameBytes >= s.stage.size() / 2
+                          ? sizeof(FrameHeader) - (s.stageEnd - s.stageBegin)
+                          : s.stage.size();
+        if (!fillStage(s, want)) return progressed;
         progressed = true;
         continue;
       }
@@ -474,7 +481,7 @@ bool Proxy::pumpRecv(SockState& s) {
       continue;
     }
     if (left > 0 && left < s.stage.size() / 2) {
-      if (!fillStage(s)) return progressed;
+      if (!fillStage(s, s.stage.size())) return progressed;
       progressed = true;
       continue;
     }
@@ -492,6 +499,7 @@ bool Proxy::pumpRecv(SockState& s) {
       if (s.recvBodyDone < s.recvHdr.length) continue;
     }
     s.recvOp = nullptr;
+    s.lastFrameBytes = s.recvHdr.length;
     op->done += s.recvHdr.length;
     if (op->done == op->knownTotal) {
       PeerState& ps = peers_[s.peer];

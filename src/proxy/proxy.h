@@ -62,7 +62,7 @@ class Proxy {
   void finishOp(ProxyOp* op, int state, Result r);
   bool pumpSend(SockState& s);
   bool pumpRecv(SockState& s);
-  bool fillStage(SockState& s);
+  bool fillStage(SockState& s, size_t want);
   void handleBye(SockState& s);
   bool assignFrame(SockState& s);
   bool matchFrame(SockState& s);

@@ -16,10 +16,13 @@ namespace mixccl {
 struct MeshParams {
   int rank;
   int nranks;
-  int nsocks;
+  int nsocks;  // connections per peer; 0: automatic (see connectionsTo)
   uint64_t commHash;
   Secret secret;
 };
+
+// How many connections this rank keeps to peer.
+int connectionsTo(const MeshParams& p, const std::vector<PeerInfo>& peers, int peer);
 
 // conns[peer][i] is the i-th connection to peer (empty for peer == rank).
 Result connectMesh(const Socket& listener, const MeshParams& params,
