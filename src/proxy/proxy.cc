@@ -223,9 +223,8 @@ void Proxy::shutdownGracefully() {
     }
 }
 
-void Proxy::setReadInterest(SockState& s, bool on) {
-  uint32_t want = on ? (EPOLLIN | EPOLLRDHUP) : 0;
-  want |= s.events & EPOLLOUT;
+// Registers exactly the events in want for s with the data-path epoll set (none: removed).
+void Proxy::applyInterest(SockState& s, uint32_t want) {
   if (want == s.events && s.inEpoll == (want != 0)) return;
   epoll_event ev{};
   ev.events = want;
@@ -242,22 +241,12 @@ void Proxy::setReadInterest(SockState& s, bool on) {
   s.events = want;
 }
 
+void Proxy::setReadInterest(SockState& s, bool on) {
+  applyInterest(s, (on ? (uint32_t)(EPOLLIN | EPOLLRDHUP) : 0u) | (s.events & EPOLLOUT));
+}
+
 void Proxy::setWriteInterest(SockState& s, bool on) {
-  uint32_t want = (s.events & ~(uint32_t)EPOLLOUT) | (on ? (uint32_t)EPOLLOUT : 0u);
-  if (want == s.events) return;
-  epoll_event ev{};
-  ev.events = want;
-  ev.data.u64 = (uint64_t)s.index;
-  if (want == 0) {
-    if (s.inEpoll) epoll_ctl(epollFd_, EPOLL_CTL_DEL, s.fd, nullptr);
-    s.inEpoll = false;
-  } else if (!s.inEpoll) {
-    epoll_ctl(epollFd_, EPOLL_CTL_ADD, s.fd, &ev);
-    s.inEpoll = true;
-  } else {
-    epoll_ctl(epollFd_, EPOLL_CTL_MOD, s.fd, &ev);
-  }
-  s.events = want;
+  applyInterest(s, (s.events & ~(uint32_t)EPOLLOUT) | (on ? (uint32_t)EPOLLOUT : 0u));
 }
 
 void Proxy::drainIncoming() {

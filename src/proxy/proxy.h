@@ -67,6 +67,7 @@ class Proxy {
   bool assignFrame(SockState& s);
   bool matchFrame(SockState& s);
   void setWriteInterest(SockState& s, bool on);
+  void applyInterest(SockState& s, uint32_t want);
   void setReadInterest(SockState& s, bool on);
   void peerFailed(int peer, const std::string& what);
   // One round of progress, blocking up to timeoutMs for events unless waitingFor is already
