@@ -3,5 +3,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+# Sanitizer + fuzzing stage first (docs/reliability.md): any finding stops here (set -e).
+# MIXCCL_SKIP_SANITIZERS=1 skips it for a quick local run.
+if [ "${MIXCCL_SKIP_SANITIZERS:-0}" != 1 ]; then
+  scripts/run-sanitizers.sh
+fi
 cd build
 exec ctest -j"$(nproc)" --output-on-failure --no-label-summary --timeout 600

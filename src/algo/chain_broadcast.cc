@@ -14,7 +14,7 @@ Result chainBroadcast(CollContext& c, const void* sendbuf, void* recvbuf, size_t
   const int n = c.nranks, r = c.rank;
   const size_t es = dataTypeSize(type);
   char* out = static_cast<char*>(recvbuf);
-  if (r == root && sendbuf != out) memcpy(out, sendbuf, count * es);
+  if (r == root && count && sendbuf != out) memcpy(out, sendbuf, count * es);
   if (n == 1 || count == 0) return mixcclSuccess;
   const int pos = modRank(r - root, n);
   const int next = modRank(r + 1, n), prev = modRank(r - 1, n);

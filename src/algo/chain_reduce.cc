@@ -20,7 +20,7 @@ Result chainReduce(CollContext& c, const void* sendbuf, void* recvbuf, size_t co
   const char* in = static_cast<const char*>(sendbuf);
   char* out = static_cast<char*>(recvbuf);
   if (n == 1) {
-    if (in != out) memcpy(out, in, count * es);
+    if (count && in != out) memcpy(out, in, count * es);
     return mixcclSuccess;
   }
   if (count == 0) return mixcclSuccess;

@@ -25,7 +25,8 @@ Result pairwiseAlltoAll(CollContext& c, const void* sendbuf, void* recvbuf, size
     t.recv(from, out + (size_t)from * block, block);
     t.send(to, in + (size_t)to * block, block);
   }
-  if (in + (size_t)r * block != out + (size_t)r * block)
+  // (block == 0 may come with NULL buffers: no pointer arithmetic or memcpy on them then)
+  if (block && in + (size_t)r * block != out + (size_t)r * block)
     memcpy(out + (size_t)r * block, in + (size_t)r * block, block);
   return t.waitAll();
 }
@@ -44,7 +45,7 @@ Result directGather(CollContext& c, const void* sendbuf, void* recvbuf, size_t c
     int from = (r + k) % n;
     t.recv(from, out + (size_t)from * block, block);
   }
-  if (sendbuf != out + (size_t)r * block) memcpy(out + (size_t)r * block, sendbuf, block);
+  if (block && sendbuf != out + (size_t)r * block) memcpy(out + (size_t)r * block, sendbuf, block);
   return t.waitAll();
 }
 
@@ -62,7 +63,7 @@ Result directScatter(CollContext& c, const void* sendbuf, void* recvbuf, size_t 
     int to = (r + k) % n;
     t.send(to, in + (size_t)to * block, block);
   }
-  if (recvbuf != in + (size_t)r * block) memcpy(recvbuf, in + (size_t)r * block, block);
+  if (block && recvbuf != in + (size_t)r * block) memcpy(recvbuf, in + (size_t)r * block, block);
   return t.waitAll();
 }
 

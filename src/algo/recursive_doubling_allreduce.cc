@@ -31,7 +31,7 @@ Result recursiveDoublingAllReduce(CollContext& c, const void* sendbuf, void* rec
   if (r < extra) {
     MIXCCL_CHECK(t.wait(t.recv(r + pow2, tmp.data(), bytes)));
     reduce(out, sendbuf, tmp.data(), count, type, op);
-  } else if (out != sendbuf) {
+  } else if (bytes && out != sendbuf) {
     memcpy(out, sendbuf, bytes);
   }
   for (int mask = 1; mask < pow2; mask <<= 1) {

@@ -15,7 +15,8 @@ Result ringAllGather(CollContext& c, const void* sendbuf, void* recvbuf, size_t 
   const size_t es = dataTypeSize(type);
   const size_t blockBytes = count * es;
   char* out = static_cast<char*>(recvbuf);
-  if (sendbuf != out + (size_t)r * blockBytes) memcpy(out + (size_t)r * blockBytes, sendbuf, blockBytes);
+  if (blockBytes && sendbuf != out + (size_t)r * blockBytes)
+    memcpy(out + (size_t)r * blockBytes, sendbuf, blockBytes);
   if (n == 1 || count == 0) return mixcclSuccess;
   const int next = modRank(r + 1, n), prev = modRank(r - 1, n);
   const Chunks chunks{count, chunkElemsFor(c.chunkBytes, es)};

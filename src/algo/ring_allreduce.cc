@@ -22,7 +22,7 @@ Result ringAllReduce(CollContext& c, const void* sendbuf, void* recvbuf, size_t 
   const char* in = static_cast<const char*>(sendbuf);
   char* out = static_cast<char*>(recvbuf);
   if (n == 1) {
-    if (in != out) memcpy(out, in, count * es);
+    if (count && in != out) memcpy(out, in, count * es);
     return mixcclSuccess;
   }
   const int next = modRank(r + 1, n), prev = modRank(r - 1, n);

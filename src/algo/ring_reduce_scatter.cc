@@ -22,7 +22,7 @@ Result ringReduceScatter(CollContext& c, const void* sendbuf, void* recvbuf, siz
   const char* in = static_cast<const char*>(sendbuf);
   char* out = static_cast<char*>(recvbuf);
   if (n == 1) {
-    if (in != out) memcpy(out, in, blockBytes);
+    if (blockBytes && in != out) memcpy(out, in, blockBytes);
     return mixcclSuccess;
   }
   if (count == 0) return mixcclSuccess;

@@ -7,10 +7,12 @@
 
 #include <cstring>
 
+#include "bootstrap/fork_guard.h"  // lockCrypto: OpenSSL calls vs fork()
 #include "core/error.h"
 
 namespace mixccl {
 namespace {
+
 
 constexpr uint32_t kHelloMagic = 0x3143584d;  // "MXC1"
 constexpr uint32_t kProtocolVersion = 1;
@@ -41,6 +43,7 @@ Result computeMac(const Secret& secret, const char* role, const uint8_t* clientN
   memcpy(msg + 16, clientNonce, kNonceBytes);
   memcpy(msg + 16 + kNonceBytes, serverNonce, kNonceBytes);
   unsigned int len = 0;
+  auto lock = lockCrypto();
   if (!HMAC(EVP_sha256(), secret.bytes, sizeof(secret.bytes), msg, sizeof(msg), out, &len) ||
       len != kMacBytes)
     return raiseError(mixcclSystemError, "HMAC-SHA256 failed");
@@ -50,6 +53,7 @@ Result computeMac(const Secret& secret, const char* role, const uint8_t* clientN
 }  // namespace
 
 Result randomBytes(void* buf, size_t n) {
+  auto lock = lockCrypto();
   if (RAND_bytes(static_cast<unsigned char*>(buf), (int)n) != 1)
     return raiseError(mixcclSystemError, "cannot get random bytes from OpenSSL");
   return mixcclSuccess;

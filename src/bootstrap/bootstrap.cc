@@ -22,19 +22,18 @@ Result rendezvous(const UniqueIdData& id, int rank, int nranks, const PeerInfo& 
   MIXCCL_CHECK(sendAllBefore(conn, &hello, sizeof(hello), deadline, what.c_str()));
   RootReply reply;
   MIXCCL_CHECK(recvAllBefore(conn, &reply, sizeof(reply), deadline, what.c_str()));
-  if (reply.status != 0)
-    return raiseError((Result)(reply.status > 0 && reply.status < mixcclNumResults
-                                   ? reply.status : mixcclRemoteError),
-                      "%s refused rank %d of %d (see the root's log)", what.c_str(), rank, nranks);
-  if (reply.nranks != nranks)
-    return raiseError(mixcclRemoteError, "%s answered with %d ranks, expected %d", what.c_str(),
-                      reply.nranks, nranks);
+  Result refusal;
+  std::string why;
+  if (!checkRootReply(reply, nranks, &refusal, &why)) {
+    // The root's own messages already start with "rendezvous root <address>".
+    bool named = why.compare(0, what.size(), what) == 0;
+    return raiseError(refusal, "rank %d of %d: %s%s%s", rank, nranks, named ? "" : what.c_str(),
+                      named ? "" : ": ", why.c_str());
+  }
   all->resize(nranks);
   MIXCCL_CHECK(recvAllBefore(conn, all->data(), sizeof(PeerInfo) * nranks, deadline, what.c_str()));
-  for (int i = 0; i < nranks; ++i) {
-    if ((*all)[i].rank != i)
-      return raiseError(mixcclRemoteError, "%s sent a bad table entry %d", what.c_str(), i);
-  }
+  if (!checkPeerTable(all->data(), nranks, &why))
+    return raiseError(mixcclRemoteError, "%s sent a bad table: %s", what.c_str(), why.c_str());
   INFO(kLogBootstrap, "rank %d: rendezvous with %d ranks done", rank, nranks);
   return mixcclSuccess;
 }

@@ -11,9 +11,22 @@
 #include <cstring>
 #include <thread>
 
+#include "bootstrap/fork_guard.h"
 #include "core/error.h"
 
 namespace mixccl {
+namespace {
+thread_local const std::atomic<bool>* tlsCancel = nullptr;
+
+bool cancelled() { return tlsCancel && tlsCancel->load(std::memory_order_acquire); }
+
+Result cancelError(const char* what) {
+  return raiseError(mixcclInvalidUsage, "stopped waiting for %s: the communicator was aborted",
+                    what);
+}
+}  // namespace
+
+void setThreadCancelFlag(const std::atomic<bool>* flag) { tlsCancel = flag; }
 
 void Socket::close() {
   if (fd_ >= 0) ::close(fd_);
@@ -61,7 +74,11 @@ Result acceptBefore(const Socket& listener, const Deadline& deadline, Socket* co
                     SocketAddress* peer) {
   for (;;) {
     pollfd p{listener.fd(), POLLIN, 0};
-    int rc = poll(&p, 1, deadline.remainingMs(100));
+    int rc;
+    {
+      ForkGuardPause waiting;
+      rc = poll(&p, 1, deadline.remainingMs(100));
+    }
     if (rc < 0 && errno != EINTR)
       return raiseError(mixcclSystemError, "poll on listener: %s", strerror(errno));
     if (rc > 0) {
@@ -75,6 +92,7 @@ Result acceptBefore(const Socket& listener, const Deadline& deadline, Socket* co
       if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
         return raiseError(mixcclSystemError, "accept: %s", strerror(errno));
     }
+    if (cancelled()) return cancelError("a connection");
     if (deadline.expired()) return mixcclTimeout;  // callers say what they waited for
   }
 }
@@ -93,10 +111,14 @@ Result connectBefore(const SocketAddress& addr, const Deadline& deadline, Socket
     lastErr = errno;
     bool retry = lastErr == ECONNREFUSED || lastErr == ETIMEDOUT || lastErr == ENETUNREACH ||
                  lastErr == EHOSTUNREACH || lastErr == EINTR || lastErr == EAGAIN;
+    if (cancelled()) return cancelError(addr.toString().c_str());
     if (!retry || deadline.expired())
       return raiseError(retry ? mixcclTimeout : mixcclSystemError, "cannot connect to %s: %s",
                         addr.toString().c_str(), strerror(lastErr));
-    std::this_thread::sleep_for(std::chrono::milliseconds(backoffMs));
+    {
+      ForkGuardPause waiting;
+      std::this_thread::sleep_for(std::chrono::milliseconds(backoffMs));
+    }
     backoffMs = backoffMs < 100 ? backoffMs * 2 : 100;
   }
 }
@@ -109,9 +131,11 @@ Result sendAllBefore(const Socket& s, const void* buf, size_t n, const Deadline&
     if (k > 0) { p += k; n -= (size_t)k; continue; }
     if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
       return raiseError(mixcclRemoteError, "send to %s failed: %s", what, strerror(errno));
+    if (cancelled()) return cancelError(what);
     if (deadline.expired())
       return raiseError(mixcclTimeout, "timed out sending to %s", what);
     pollfd pfd{s.fd(), POLLOUT, 0};
+    ForkGuardPause waiting;
     poll(&pfd, 1, deadline.remainingMs(100));
   }
   return mixcclSuccess;
@@ -126,9 +150,11 @@ Result recvAllBefore(const Socket& s, void* buf, size_t n, const Deadline& deadl
     if (k == 0) return raiseError(mixcclRemoteError, "connection closed by %s", what);
     if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
       return raiseError(mixcclRemoteError, "receive from %s failed: %s", what, strerror(errno));
+    if (cancelled()) return cancelError(what);
     if (deadline.expired())
       return raiseError(mixcclTimeout, "timed out receiving from %s", what);
     pollfd pfd{s.fd(), POLLIN, 0};
+    ForkGuardPause waiting;
     poll(&pfd, 1, deadline.remainingMs(100));
   }
   return mixcclSuccess;

@@ -2,6 +2,7 @@
 // (The data path uses the same fds nonblocking from the proxy thread.)
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <string>
 
@@ -49,6 +50,11 @@ Result sendAllBefore(const Socket& s, const void* buf, size_t n, const Deadline&
                      const char* what);
 Result recvAllBefore(const Socket& s, void* buf, size_t n, const Deadline& deadline,
                      const char* what);
+
+// While a flag is set on a thread, that thread's deadline-bounded helpers above also give up
+// (mixcclInvalidUsage) within ~100 ms once *flag becomes true: mixcclCommAbort/Destroy use it
+// to stop a communicator that is still initialising in the background. nullptr clears it.
+void setThreadCancelFlag(const std::atomic<bool>* flag);
 
 Result setNonBlocking(int fd, bool on);
 void setTcpOptions(int fd);  // TCP_NODELAY, keepalive, large buffers

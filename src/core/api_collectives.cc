@@ -8,12 +8,14 @@ using namespace mixccl;
 
 namespace {
 
-Result submitCollective(Comm* comm, const char* fn, std::function<Result(CollContext&)> run) {
+Result submitCollective(Comm* comm, const char* fn, const CollDesc& desc,
+                        std::function<Result(CollContext&)> run) {
   WorkItem w;
   w.comm = comm;
   w.name = fn;
   w.kind = WorkItem::Kind::Collective;
   w.run = std::move(run);
+  w.desc = desc;
   return submitWork(std::move(w));
 }
 
@@ -32,7 +34,7 @@ Result allReduce(const void* sendbuff, void* recvbuff, size_t count, mixcclDataT
   MIXCCL_CHECK(checkBuffer(fn, "sendbuff", sendbuff, count, 1, type, &bytes));
   MIXCCL_CHECK(checkBuffer(fn, "recvbuff", recvbuff, count, 1, type, &bytes));
   AllReduceAlgo algo = chooseAllReduceAlgo(bytes, comm->nranks);
-  return submitCollective(comm, fn, [=](CollContext& c) {
+  return submitCollective(comm, fn, makeCollDesc(fn, count, type, (int)op, -1), [=](CollContext& c) {
     return algo == AllReduceAlgo::Ring
                ? ringAllReduce(c, sendbuff, recvbuff, count, type, op)
                : recursiveDoublingAllReduce(c, sendbuff, recvbuff, count, type, op);
@@ -47,7 +49,7 @@ Result broadcast(const void* sendbuff, void* recvbuff, size_t count, mixcclDataT
   MIXCCL_CHECK(checkRank(fn, "root", root, comm->nranks));
   if (comm->rank == root) MIXCCL_CHECK(checkBuffer(fn, "sendbuff", sendbuff, count, 1, type, &bytes));
   MIXCCL_CHECK(checkBuffer(fn, "recvbuff", recvbuff, count, 1, type, &bytes));
-  return submitCollective(comm, fn, [=](CollContext& c) {
+  return submitCollective(comm, fn, makeCollDesc(fn, count, type, -1, root), [=](CollContext& c) {
     return chainBroadcast(c, sendbuff, recvbuff, count, type, root);
   });
 }
@@ -61,7 +63,7 @@ Result reduce(const void* sendbuff, void* recvbuff, size_t count, mixcclDataType
   MIXCCL_CHECK(checkRank(fn, "root", root, comm->nranks));
   MIXCCL_CHECK(checkBuffer(fn, "sendbuff", sendbuff, count, 1, type, &bytes));
   if (comm->rank == root) MIXCCL_CHECK(checkBuffer(fn, "recvbuff", recvbuff, count, 1, type, &bytes));
-  return submitCollective(comm, fn, [=](CollContext& c) {
+  return submitCollective(comm, fn, makeCollDesc(fn, count, type, (int)op, root), [=](CollContext& c) {
     return chainReduce(c, sendbuff, recvbuff, count, type, op, root);
   });
 }
@@ -73,7 +75,7 @@ Result allGather(const void* sendbuff, void* recvbuff, size_t count, mixcclDataT
   MIXCCL_CHECK(commonChecks(fn, comm, type, stream));
   MIXCCL_CHECK(checkBuffer(fn, "sendbuff", sendbuff, count, 1, type, &bytes));
   MIXCCL_CHECK(checkBuffer(fn, "recvbuff", recvbuff, count, comm->nranks, type, &bytes));
-  return submitCollective(comm, fn, [=](CollContext& c) {
+  return submitCollective(comm, fn, makeCollDesc(fn, count, type, -1, -1), [=](CollContext& c) {
     return ringAllGather(c, sendbuff, recvbuff, count, type);
   });
 }
@@ -86,7 +88,7 @@ Result reduceScatter(const void* sendbuff, void* recvbuff, size_t count, mixcclD
   MIXCCL_CHECK(checkRedOp(fn, op));
   MIXCCL_CHECK(checkBuffer(fn, "sendbuff", sendbuff, count, comm->nranks, type, &bytes));
   MIXCCL_CHECK(checkBuffer(fn, "recvbuff", recvbuff, count, 1, type, &bytes));
-  return submitCollective(comm, fn, [=](CollContext& c) {
+  return submitCollective(comm, fn, makeCollDesc(fn, count, type, (int)op, -1), [=](CollContext& c) {
     return ringReduceScatter(c, sendbuff, recvbuff, count, type, op);
   });
 }
@@ -98,7 +100,7 @@ Result alltoAll(const void* sendbuff, void* recvbuff, size_t count, mixcclDataTy
   MIXCCL_CHECK(commonChecks(fn, comm, type, stream));
   MIXCCL_CHECK(checkBuffer(fn, "sendbuff", sendbuff, count, comm->nranks, type, &bytes));
   MIXCCL_CHECK(checkBuffer(fn, "recvbuff", recvbuff, count, comm->nranks, type, &bytes));
-  return submitCollective(comm, fn, [=](CollContext& c) {
+  return submitCollective(comm, fn, makeCollDesc(fn, count, type, -1, -1), [=](CollContext& c) {
     return pairwiseAlltoAll(c, sendbuff, recvbuff, count, type);
   });
 }
@@ -112,7 +114,7 @@ Result gather(const void* sendbuff, void* recvbuff, size_t count, mixcclDataType
   MIXCCL_CHECK(checkBuffer(fn, "sendbuff", sendbuff, count, 1, type, &bytes));
   if (comm->rank == root)
     MIXCCL_CHECK(checkBuffer(fn, "recvbuff", recvbuff, count, comm->nranks, type, &bytes));
-  return submitCollective(comm, fn, [=](CollContext& c) {
+  return submitCollective(comm, fn, makeCollDesc(fn, count, type, -1, root), [=](CollContext& c) {
     return directGather(c, sendbuff, recvbuff, count, type, root);
   });
 }
@@ -126,7 +128,7 @@ Result scatter(const void* sendbuff, void* recvbuff, size_t count, mixcclDataTyp
   if (comm->rank == root)
     MIXCCL_CHECK(checkBuffer(fn, "sendbuff", sendbuff, count, comm->nranks, type, &bytes));
   MIXCCL_CHECK(checkBuffer(fn, "recvbuff", recvbuff, count, 1, type, &bytes));
-  return submitCollective(comm, fn, [=](CollContext& c) {
+  return submitCollective(comm, fn, makeCollDesc(fn, count, type, -1, root), [=](CollContext& c) {
     return directScatter(c, sendbuff, recvbuff, count, type, root);
   });
 }

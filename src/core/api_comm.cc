@@ -30,11 +30,7 @@ Result initRank(Comm** out, int nranks, const mixcclUniqueId& uid, int rank,
   MIXCCL_CHECK(resolveConfig(config, &cfg));
   UniqueIdData id;
   MIXCCL_CHECK(decodeUniqueId(uid, &id));
-  Comm* comm = nullptr;
-  MIXCCL_CHECK(initComm(&comm, nranks, id, rank, cfg, device));
-  registerComm(comm);
-  *out = comm;
-  return mixcclSuccess;
+  return createComm(out, nranks, id, rank, cfg, device);
 }
 
 Result splitComm(Comm* parent, int color, int key, Comm** out, const mixcclConfig_t* config) {
@@ -46,6 +42,7 @@ Result splitComm(Comm* parent, int color, int key, Comm** out, const mixcclConfi
                       fn, color);
   CommConfig cfg = parent->config;
   if (config) MIXCCL_CHECK(resolveConfig(config, &cfg));
+  MIXCCL_CHECK(checkCommReady(fn, parent));
   std::string why;
   if (Result failed = parent->proxy->error(&why))
     return raiseError(failed, "%s: the parent communicator has failed: %s", fn, why.c_str());
@@ -77,11 +74,8 @@ Result splitComm(Comm* parent, int color, int key, Comm** out, const mixcclConfi
     t.recv(leader, &id, sizeof(id));
   }
   MIXCCL_CHECK(t.waitAll());
-  Comm* comm = nullptr;
-  MIXCCL_CHECK(initComm(&comm, (int)members.size(), id, newRank, cfg, parent->device));
-  registerComm(comm);
-  *out = comm;
-  return mixcclSuccess;
+  // Non-blocking (cfg.blocking = 0): *out is set and the result is mixcclInProgress.
+  return createComm(out, (int)members.size(), id, newRank, cfg, parent->device);
 }
 
 }  // namespace
@@ -155,12 +149,15 @@ MIXCCL_API mixcclResult_t mixcclCommSplit(mixcclComm_t comm, int color, int key,
                                           mixcclComm_t* newcomm, mixcclConfig_t* config) {
   CommRef ref(comm);
   if (!ref) return badComm("mixcclCommSplit", comm);
-  return finishCall(ref.get(), splitComm(ref.get(), color, key, newcomm, config));
+  Result r = splitComm(ref.get(), color, key, newcomm, config);
+  return r == mixcclInProgress ? r : finishCall(ref.get(), r);
 }
 
 MIXCCL_API mixcclResult_t mixcclCommFinalize(mixcclComm_t comm) {
   CommRef ref(comm);
   if (!ref) return badComm("mixcclCommFinalize", comm);
+  Result ready = checkCommReady("mixcclCommFinalize", ref.get());
+  if (ready != mixcclSuccess) return finishCall(ref.get(), ready);
   // Host-memory calls complete before they return, so nothing is outstanding here.
   ref->finalized.store(true);
   std::string why;
@@ -170,7 +167,8 @@ MIXCCL_API mixcclResult_t mixcclCommFinalize(mixcclComm_t comm) {
 MIXCCL_API mixcclResult_t mixcclCommDestroy(mixcclComm_t comm) {
   if (!comm) return mixcclSuccess;  // like free(NULL) and ncclCommDestroy(NULL)
   if (!unregisterComm(comm)) return badComm("mixcclCommDestroy", comm);
-  comm->proxy->shutdownGracefully();
+  comm->stopInit();  // a non-blocking init still running is cancelled and joined
+  if (comm->proxy) comm->proxy->shutdownGracefully();
   releaseComm(comm);
   return mixcclSuccess;
 }
@@ -179,7 +177,9 @@ MIXCCL_API mixcclResult_t mixcclCommAbort(mixcclComm_t comm) {
   if (!comm) return mixcclSuccess;
   CommRef ref(comm);
   if (!ref || !unregisterComm(comm)) return badComm("mixcclCommAbort", comm);
-  ref->proxy->abort("rank " + std::to_string(ref->rank) + ": mixcclCommAbort was called");
+  ref->stopInit();  // a non-blocking init still running is cancelled and joined
+  if (ref->proxy)
+    ref->proxy->abort("rank " + std::to_string(ref->rank) + ": mixcclCommAbort was called");
   releaseComm(comm);  // the owner's reference; ref keeps it alive until this returns
   return mixcclSuccess;
 }
@@ -189,7 +189,9 @@ MIXCCL_API mixcclResult_t mixcclCommGetAsyncError(mixcclComm_t comm, mixcclResul
   if (!ref) return badComm("mixcclCommGetAsyncError", comm);
   if (!asyncError)
     return raiseError(mixcclInvalidArgument, "mixcclCommGetAsyncError: asyncError is NULL");
-  *asyncError = ref->proxy->error(nullptr);
+  // Initialising: mixcclInProgress; init failed: its error; then the proxy's first failure.
+  Result state = (Result)ref->initState.load(std::memory_order_acquire);
+  *asyncError = state != mixcclSuccess ? state : ref->proxy->error(nullptr);
   return mixcclSuccess;
 }
 

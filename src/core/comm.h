@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bootstrap/peer_info.h"
@@ -24,6 +25,21 @@ struct mixcclComm {
 
   std::atomic<int> refs{1};  // the owner's reference plus one per API call in progress
   std::atomic<bool> finalized{false};
+  uint32_t collSeq = 0;  // collectives issued so far (MIXCCL_CHECK_MISMATCH compares it)
+
+  // Initialisation. Blocking init fills the fields above before the handle is returned.
+  // Non-blocking init (config.blocking = 0) returns the handle at once with initState
+  // mixcclInProgress; initThread finishes the job and stores the result (release), and
+  // proxy may be used only once initState is mixcclSuccess (acquire).
+  std::atomic<int> initState{mixcclSuccess};
+  std::thread initThread;
+  std::atomic<bool> initCancel{false};  // set by Abort/Destroy while initThread runs
+  std::mutex initFdMutex;
+  int initListenFd = -1;                // the transport listener while init runs
+  std::mutex stopInitMutex;
+  std::string initError;                // written before initState (release) on failure
+  // Stops a background init (if any) and waits for its thread; safe to call twice.
+  void stopInit();
 
   void setLastError(const std::string& msg) {
     std::lock_guard<std::mutex> lock(lastErrorMutex);
@@ -45,8 +61,16 @@ namespace mixccl {
 
 using Comm = mixcclComm;
 
-// Creates and connects a communicator (collective over the nranks ranks of id).
-Result initComm(Comm** out, int nranks, const UniqueIdData& id, int rank,
-                const CommConfig& config, int device);
+// Creates, connects and registers a communicator (collective over the nranks ranks of id).
+// With config.blocking it returns once the communicator is ready (nothing stays registered on
+// failure). Without, *out is set at once, the work continues on comm->initThread, and the
+// result is mixcclInProgress (mixcclCommGetAsyncError reports the outcome).
+Result createComm(Comm** out, int nranks, const UniqueIdData& id, int rank,
+                  const CommConfig& config, int device);
+
+// mixcclSuccess if comm finished its initialisation successfully. Otherwise, like NCCL for a
+// communicator used before mixcclCommGetAsyncError said mixcclSuccess: mixcclInvalidArgument
+// while it is still initialising, or the error its initialisation ended with.
+Result checkCommReady(const char* fn, Comm* comm);
 
 }  // namespace mixccl

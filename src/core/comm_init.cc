@@ -1,4 +1,6 @@
 // Creating a communicator: rendezvous through the root, connect the mesh, start the proxy.
+#include <sys/socket.h>
+
 #include <cstring>
 #include <string>
 
@@ -7,6 +9,7 @@
 #include "bootstrap/root.h"
 #include "bootstrap/socket.h"
 #include "core/comm.h"
+#include "core/comm_registry.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -20,18 +23,45 @@ std::string mixcclComm::peerName(int r) const {
          std::to_string(p.pid) + ")";
 }
 
-namespace mixccl {
+void mixcclComm::stopInit() {
+  std::lock_guard<std::mutex> once(stopInitMutex);
+  if (!initThread.joinable()) return;
+  if (initState.load(std::memory_order_acquire) == mixcclInProgress) {
+    initCancel.store(true, std::memory_order_release);
+    // The transport's acceptor thread does not see initCancel: wake it by shutting down the
+    // listener it polls (accept then fails at once).
+    std::lock_guard<std::mutex> lock(initFdMutex);
+    if (initListenFd >= 0) ::shutdown(initListenFd, SHUT_RDWR);
+  }
+  initThread.join();
+}
 
-Result initComm(Comm** out, int nranks, const UniqueIdData& id, int rank,
-                const CommConfig& config, int device) {
+namespace mixccl {
+namespace {
+
+// Publishes the transport listener to stopInit() while it is open.
+class ListenerRegistration {
+ public:
+  ListenerRegistration(Comm* comm, int fd) : comm_(comm) {
+    std::lock_guard<std::mutex> lock(comm_->initFdMutex);
+    comm_->initListenFd = fd;
+    if (comm_->initCancel.load()) ::shutdown(fd, SHUT_RDWR);
+  }
+  ~ListenerRegistration() {
+    std::lock_guard<std::mutex> lock(comm_->initFdMutex);
+    comm_->initListenFd = -1;
+  }
+
+ private:
+  Comm* comm_;
+};
+
+// Rendezvous, connections, proxy: everything after the fields of comm are set.
+Result connectComm(Comm* comm, const UniqueIdData& id) {
+  const int rank = comm->rank, nranks = comm->nranks;
+  const CommConfig& config = comm->config;
   setLogRank(rank);
   Deadline deadline = Deadline::afterSeconds(config.timeoutS);
-  std::unique_ptr<Comm> comm(new Comm);
-  comm->rank = rank;
-  comm->nranks = nranks;
-  comm->device = device;
-  comm->config = config;
-  comm->id = id;
 
   if ((id.flags & kIdRootAtRank0) && rank == 0) {
     SocketAddress rootAddr, bound;
@@ -43,18 +73,21 @@ Result initComm(Comm** out, int nranks, const UniqueIdData& id, int rank,
   Socket listener;
   SocketAddress listenAddr;
   MIXCCL_CHECK(listenOn(iface.address, &listener, &listenAddr));
+  ListenerRegistration registration(comm, listener.fd());
 
   PeerInfo mine{};
   fillLocalHostInfo(&mine);
   mine.rank = rank;
   mine.listenAddr = toWire(listenAddr);
   snprintf(mine.adaptor, sizeof(mine.adaptor), "%s", config.adaptor.c_str());
-  mine.device = device;
+  mine.device = comm->device;
   MIXCCL_CHECK(rendezvous(id, rank, nranks, mine, deadline, &comm->peers));
 
   MeshParams mesh{rank, nranks, config.nsocksPerPeer, id.commHash, id.secret};
   std::vector<std::vector<Socket>> conns;
   MIXCCL_CHECK(connectMesh(listener, mesh, comm->peers, deadline, &conns));
+  if (comm->initCancel.load())
+    return raiseError(mixcclInvalidUsage, "rank %d: initialisation aborted", rank);
 
   ProxyParams pp;
   pp.rank = rank;
@@ -62,13 +95,58 @@ Result initComm(Comm** out, int nranks, const UniqueIdData& id, int rank,
   pp.frameBytes = env().socketFrameBytes;
   pp.spinUs = env().spinUs;
   for (int r = 0; r < nranks; ++r) pp.peerNames.push_back(comm->peerName(r));
-  comm->proxy.reset(new Proxy(pp, std::move(conns)));
-  MIXCCL_CHECK(comm->proxy->start());
+  std::unique_ptr<Proxy> proxy(new Proxy(pp, std::move(conns)));
+  MIXCCL_CHECK(proxy->start());
+  comm->proxy = std::move(proxy);
   INFO(kLogInit, "rank %d of %d ready (comm %016llx%s%s)", rank, nranks,
        (unsigned long long)id.commHash, config.commName.empty() ? "" : ", ",
        config.commName.c_str());
-  *out = comm.release();
   return mixcclSuccess;
+}
+
+}  // namespace
+
+Result createComm(Comm** out, int nranks, const UniqueIdData& id, int rank,
+                  const CommConfig& config, int device) {
+  std::unique_ptr<Comm> comm(new Comm);
+  comm->rank = rank;
+  comm->nranks = nranks;
+  comm->device = device;
+  comm->config = config;
+  comm->id = id;
+  if (config.blocking) {
+    MIXCCL_CHECK(connectComm(comm.get(), id));
+    registerComm(comm.get());
+    *out = comm.release();
+    return mixcclSuccess;
+  }
+  comm->initState.store(mixcclInProgress, std::memory_order_release);
+  Comm* c = comm.release();
+  registerComm(c);
+  // The thread needs no reference: Abort and Destroy join it before they drop the owner's.
+  c->initThread = std::thread([c, id] {
+    setThreadCancelFlag(&c->initCancel);
+    Result r = connectComm(c, id);
+    if (r != mixcclSuccess) {
+      c->initError = threadLastError();
+      c->setLastError(c->initError);
+    }
+    setThreadCancelFlag(nullptr);
+    c->initState.store(r, std::memory_order_release);
+  });
+  *out = c;
+  return mixcclInProgress;
+}
+
+Result checkCommReady(const char* fn, Comm* comm) {
+  Result state = (Result)comm->initState.load(std::memory_order_acquire);
+  if (state == mixcclSuccess) return mixcclSuccess;
+  if (state == mixcclInProgress)
+    return raiseError(mixcclInvalidArgument,
+                      "%s: the communicator is still initialising (non-blocking init): poll "
+                      "mixcclCommGetAsyncError until it returns mixcclSuccess first", fn);
+  return raiseError(state, "%s: the communicator's initialisation failed: %s", fn,
+                    comm->initError.c_str());
 }
 
 }  // namespace mixccl

@@ -22,6 +22,7 @@ struct EnvParams {
   int spinUs;                 // MIXCCL_SPIN_US: busy-poll time before blocking
   std::string adaptor;        // MIXCCL_ADAPTOR
   std::string net;            // MIXCCL_NET
+  bool checkMismatch;         // MIXCCL_CHECK_MISMATCH: compare every collective across ranks
 };
 
 // Parsed once; invalid numbers fall back to the default with a warning.

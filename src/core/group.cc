@@ -74,6 +74,7 @@ Result groupEnd() {
 }
 
 Result submitWork(WorkItem item) {
+  MIXCCL_CHECK(checkCommReady(item.name, item.comm));
   item.comm->refs.fetch_add(1);
   std::vector<std::unique_ptr<WorkItem>> one;
   one.emplace_back(new WorkItem(std::move(item)));

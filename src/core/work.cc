@@ -5,6 +5,7 @@
 
 #include "core/env.h"
 #include "core/error.h"
+#include "core/mismatch_check.h"
 
 namespace mixccl {
 namespace {
@@ -49,6 +50,15 @@ Result executeOnComm(Comm* comm, const std::vector<WorkItem*>& items) {
   Result first = mixcclSuccess;
   for (WorkItem* w : items) {
     if (w->kind != WorkItem::Kind::Collective) continue;
+    if (env().checkMismatch && w->desc.valid()) {
+      // Every rank reaches the same verdict, so a mismatch stops the group on all of them.
+      Transfers check(*comm->proxy, deadline);
+      CollContext checkCtx{comm->rank, comm->nranks, check, env().chunkBytes};
+      first = checkCollectiveMatches(checkCtx, w->name, w->desc, &comm->collSeq);
+      if (first != mixcclSuccess) break;
+    } else {
+      ++comm->collSeq;
+    }
     Transfers t(*comm->proxy, deadline);
     CollContext ctx{comm->rank, comm->nranks, t, env().chunkBytes};
     first = w->run(ctx);

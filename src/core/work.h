@@ -8,6 +8,7 @@
 
 #include "algo/algorithms.h"
 #include "core/comm.h"
+#include "core/mismatch_check.h"
 
 namespace mixccl {
 
@@ -20,6 +21,7 @@ struct WorkItem {
   void* buf = nullptr;
   size_t bytes = 0;
   std::function<Result(CollContext&)> run;
+  CollDesc desc;  // collectives: the call as MIXCCL_CHECK_MISMATCH compares it across ranks
 };
 
 // Executes the items of one communicator: all point-to-point items in flight together, the

@@ -20,6 +20,10 @@ namespace mixccl {
 // Flag of the last frame a rank sends on each connection when it leaves cleanly, so that the
 // end of the connection that follows is not mistaken for a crash.
 constexpr uint32_t kFrameFlagBye = 1u;
+// Flag of a notice a failing rank sends before it cuts its connections: seq carries the rank
+// that failed (UINT32_MAX: the sender itself, e.g. after a timeout), so that ranks hearing of
+// the failure second-hand still name the rank that caused it.
+constexpr uint32_t kFrameFlagPeerFailed = 2u;
 // Frames are at least this large (unless the message is smaller) so that splitting a message
 // across connections does not cost more in headers and system calls than it gains.
 constexpr size_t kMinFrameBytes = 64 << 10;
@@ -113,8 +117,8 @@ Result Proxy::start() {
     if (epoll_ctl(watchFd_, EPOLL_CTL_ADD, s->fd, &watch) != 0)
       return raiseError(mixcclSystemError, "epoll_ctl(watch): %s", strerror(errno));
   }
+  started_ = true;  // before the thread exists: fail() on that thread reads it
   thread_ = std::thread([this] { run(); });
-  started_ = true;
   return mixcclSuccess;
 }
 
@@ -390,6 +394,7 @@ bool Proxy::matchFrame(SockState& s) {
 
 void Proxy::peerFailed(int peer, const std::string& what) {
   if (stopRequested_.load()) return;
+  if (failure_.load() == mixcclSuccess) culprit_ = peer;
   fail(mixcclRemoteError, "rank " + std::to_string(params_.rank) + ": connection to " +
                               params_.peerNames[peer] + " failed: " + what);
 }
@@ -455,6 +460,10 @@ bool Proxy::pumpRecv(SockState& s) {
         handleBye(s);
         return true;
       }
+      if (s.recvHdr.magic == kFrameMagic && s.recvHdr.flags == kFrameFlagPeerFailed) {
+        handlePeerFailedNotice(s);
+        return true;
+      }
       if (!matchFrame(s)) return progressed;
     }
     ProxyOp* op = s.recvOp;
@@ -505,8 +514,34 @@ bool Proxy::pumpRecv(SockState& s) {
   return progressed;
 }
 
+void Proxy::handlePeerFailedNotice(SockState& s) {
+  uint32_t who = s.recvHdr.seq;
+  std::string culprit = who < (uint32_t)params_.nranks && (int)who != params_.rank
+                            ? params_.peerNames[who]
+                            : params_.peerNames[s.peer];
+  if (failure_.load() == mixcclSuccess) culprit_ = who < (uint32_t)params_.nranks ? (int)who : s.peer;
+  fail(mixcclRemoteError, "rank " + std::to_string(params_.rank) + ": " + culprit +
+                              " failed (reported by " + params_.peerNames[s.peer] + ")");
+}
+
+// Tells every peer which rank caused the failure, on connections that are between frames.
+void Proxy::sendPeerFailedNotices() {
+  uint32_t who = culprit_ >= 0 ? (uint32_t)culprit_ : UINT32_MAX;
+  FrameHeader notice{kFrameMagic, who, 0, 0, 0, kFrameFlagPeerFailed};
+  for (int p = 0; p < params_.nranks; ++p) {
+    if (p == culprit_) continue;
+    PeerState& ps = peers_[p];
+    for (size_t i = 0; i < ps.socks.size(); ++i) {
+      if (ps.socks[i].sendOp) continue;
+      ssize_t rc = send(ps.socks[i].fd, &notice, sizeof(notice), MSG_NOSIGNAL | MSG_DONTWAIT);
+      (void)rc;  // best effort: the cut that follows is the signal that always arrives
+    }
+  }
+}
+
 void Proxy::failEverything() {
   Result code = (Result)failure_.load();
+  sendPeerFailedNotices();
   std::vector<ProxyOp*> ops(live_.begin(), live_.end());
   for (ProxyOp* op : ops) finishOp(op, ProxyOp::Failed, code);
   for (PeerState& ps : peers_) {

@@ -64,6 +64,8 @@ class Proxy {
   bool pumpRecv(SockState& s);
   bool fillStage(SockState& s, size_t want);
   void handleBye(SockState& s);
+  void handlePeerFailedNotice(SockState& s);
+  void sendPeerFailedNotices();
   bool assignFrame(SockState& s);
   bool matchFrame(SockState& s);
   void setWriteInterest(SockState& s, bool on);
@@ -100,6 +102,7 @@ class Proxy {
   // Everything below peers_ is touched only under it.
   std::mutex progressMutex_;
   bool failedHandled_ = false;
+  int culprit_ = -1;  // the rank whose failure failed this communicator (-1: this rank's own)
 };
 
 }  // namespace mixccl

@@ -1,0 +1,266 @@
+// A fork-based job for fault injection: N ranks, each a child process that runs a body of the
+// test's choosing (the body does its own init, so it can delay or skip it). Each rank writes
+// what it saw into a report in memory shared with the parent (MAP_SHARED | MAP_ANONYMOUS, no
+// file), so the test asserts in the parent: error codes, messages, and how fast errors came.
+// The parent injects the faults (SIGKILL, SIGSTOP) at points the ranks announce through
+// their reports, and reaps every child before it returns; a job that overruns its limit is
+// killed whole.
+#pragma once
+
+#include <dirent.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "mixccl.h"
+
+namespace fault {
+
+inline double now() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);  // system-wide: comparable across the job's processes
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+inline void sleepSeconds(double s) {
+  timespec ts{(time_t)s, (long)((s - (time_t)s) * 1e9)};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+// What one rank reports. Written by the rank, read by the parent after the rank exits (or,
+// for the atomics, while it runs).
+struct RankReport {
+  std::atomic<int> phase;      // set by the rank to announce where it is (see waitPhase)
+  std::atomic<int> released;   // set by the parent to let the rank go on (see waitReleased)
+  int code;                    // result of the call under test
+  int asyncCode;               // mixcclCommGetAsyncError after it
+  int laterCode;               // the call after it
+  double failedAt;             // now() when the call under test returned
+  double laterSeconds;         // how long the call after it took
+  double destroySeconds;       // how long mixcclCommDestroy took
+  int threadsAfterDestroy;     // entries of /proc/self/task after destroy
+  int iterations;              // successful calls before the failure
+  char message[768];           // mixcclGetLastError after the failure
+};
+
+struct Shared {
+  std::atomic<int> go;  // set once every rank is forked (see Job::start)
+  double injectedAt;    // now() when the parent injected the fault
+  RankReport ranks[16];
+};
+
+inline int countThreads() {
+  DIR* d = opendir("/proc/self/task");
+  if (!d) return -1;
+  int n = 0;
+  while (dirent* e = readdir(d))
+    if (e->d_name[0] != '.') ++n;
+  closedir(d);
+  return n;
+}
+
+// Names under /dev/shm that mention mixccl (the library must leave none behind).
+inline std::set<std::string> shmFiles() {
+  std::set<std::string> out;
+  DIR* d = opendir("/dev/shm");
+  if (!d) return out;
+  while (dirent* e = readdir(d))
+    if (strstr(e->d_name, "mixccl")) out.insert(e->d_name);
+  closedir(d);
+  return out;
+}
+
+inline void copyMessage(RankReport* r, const char* msg) {
+  snprintf(r->message, sizeof(r->message), "%s", msg ? msg : "");
+}
+
+// Fills the report after the call under test failed, then destroys the communicator and
+// counts the threads left. Returns 0 if destroy worked.
+inline int reportFailureAndDestroy(mixcclComm_t comm, RankReport* rep, mixcclResult_t code,
+                                   const std::function<mixcclResult_t()>& laterCall) {
+  rep->code = code;
+  rep->failedAt = now();
+  copyMessage(rep, mixcclGetLastError(comm));
+  mixcclResult_t async = mixcclSuccess;
+  mixcclCommGetAsyncError(comm, &async);
+  rep->asyncCode = async;
+  double t0 = now();
+  rep->laterCode = laterCall ? laterCall() : mixcclSuccess;
+  rep->laterSeconds = now() - t0;
+  t0 = now();
+  mixcclResult_t d = mixcclCommDestroy(comm);
+  rep->destroySeconds = now() - t0;
+  rep->threadsAfterDestroy = countThreads();
+  return d == mixcclSuccess ? 0 : 1;
+}
+
+using RankBody = std::function<int(const mixcclUniqueId& id, int rank, int nranks, Shared* sh)>;
+
+class Job {
+ public:
+  // Maps the shared reports; the id (and with it the rendezvous root) is made in the parent.
+  Job(int nranks, double limitSeconds) : nranks_(nranks), limit_(limitSeconds) {
+    void* p = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                   -1, 0);
+    sh_ = p == MAP_FAILED ? nullptr : static_cast<Shared*>(p);
+    if (sh_) memset(static_cast<void*>(sh_), 0, sizeof(Shared));
+    idOk_ = mixcclGetUniqueId(&id_) == mixcclSuccess;
+  }
+  ~Job() {
+    killAll();
+    if (sh_) munmap(sh_, sizeof(Shared));
+  }
+  bool ok() const { return sh_ && idOk_ && nranks_ <= 16; }
+  Shared* shared() { return sh_; }
+  RankReport& report(int r) { return sh_->ranks[r]; }
+  const mixcclUniqueId& id() const { return id_; }
+
+  void start(const RankBody& body) {
+    fflush(stdout);
+    fflush(stderr);
+    for (int r = 0; r < nranks_; ++r) {
+      pid_t p = fork();
+      if (p == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the test
+        // No rank starts before all are forked: the rendezvous root's threads in this process
+        // then never hold a lock (log, OpenSSL) at the moment of a later fork.
+        while (!sh_->go.load()) usleep(200);
+        int rc = body(id_, r, nranks_, sh_);
+        fflush(stdout);
+        fflush(stderr);
+        _exit(rc);
+      }
+      pids_.push_back(p);
+      status_.push_back(-1);
+    }
+    sh_->go.store(1);
+    started_ = now();
+  }
+
+  // Waits until rank r announced at least phase; false if it did not within seconds.
+  bool waitPhase(int r, int phase, double seconds) {
+    double end = now() + seconds;
+    while (sh_->ranks[r].phase.load() < phase) {
+      if (now() > end) return false;
+      usleep(500);
+    }
+    return true;
+  }
+
+  void inject(int r, int sig) {
+    sh_->injectedAt = now();
+    kill(pids_[r], sig);
+  }
+
+  // Reaps the rank's process (after a SIGKILL); true if it is gone within seconds.
+  bool reap(int r, double seconds) {
+    double end = now() + seconds;
+    while (status_[r] == -1) {
+      int st;
+      pid_t p = waitpid(pids_[r], &st, WNOHANG);
+      if (p == pids_[r]) {
+        status_[r] = st;
+        break;
+      }
+      if (now() > end) return false;
+      usleep(1000);
+    }
+    return true;
+  }
+
+  // Waits for the ranks in which (all if empty) to exit, up to the job's limit; returns false
+  // (after killing everything) if the limit passed.
+  bool waitExit(std::vector<int> which = {}) {
+    if (which.empty())
+      for (int r = 0; r < nranks_; ++r) which.push_back(r);
+    for (int r : which) {
+      double left = started_ + limit_ - now();
+      if (left <= 0 || !reap(r, left)) {
+        fprintf(stderr, "job exceeded %.0f s: killing all ranks\n", limit_);
+        killAll();
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // Exit code of a reaped rank: its exit status, 128+signal if killed, -1 if not reaped.
+  int exitCode(int r) const {
+    int st = status_[r];
+    if (st == -1) return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  }
+
+  // No child of this test process is left (reaped or running).
+  static bool noChildrenLeft() {
+    int st;
+    return waitpid(-1, &st, WNOHANG) == -1 && errno == ECHILD;
+  }
+
+  void killAll() {
+    for (int r = 0; r < (int)pids_.size(); ++r)
+      if (status_[r] == -1) {
+        kill(pids_[r], SIGKILL);
+        int st;
+        if (waitpid(pids_[r], &st, 0) == pids_[r]) status_[r] = st;
+      }
+  }
+
+ private:
+  int nranks_;
+  double limit_;
+  Shared* sh_ = nullptr;
+  bool idOk_ = false;
+  mixcclUniqueId id_;
+  std::vector<pid_t> pids_;
+  std::vector<int> status_;
+  double started_ = 0;
+};
+
+// The connected TCP sockets of this process (not listeners): after init, the transport's.
+inline std::vector<int> connectedSockets() {
+  std::vector<int> out;
+  DIR* d = opendir("/proc/self/fd");
+  if (!d) return out;
+  while (dirent* e = readdir(d)) {
+    int fd = atoi(e->d_name);
+    if (e->d_name[0] == '.' || fd <= 2) continue;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    int listening = 0, type = 0;
+    socklen_t len = sizeof(listening);
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || listening) continue;
+    len = sizeof(type);
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM) continue;
+    sockaddr_storage peer;
+    socklen_t plen = sizeof(peer);
+    if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &plen) != 0) continue;
+    if (peer.ss_family != AF_INET && peer.ss_family != AF_INET6) continue;
+    out.push_back(fd);
+  }
+  closedir(d);
+  return out;
+}
+
+inline std::string hostName() {
+  char h[256] = {0};
+  gethostname(h, sizeof(h) - 1);
+  return h;
+}
+
+}  // namespace fault

@@ -1,0 +1,306 @@
+// The proxy and the socket transport in one process, with threads only (so the suite also
+// runs under ThreadSanitizer, which does not support fork after threads): two proxies joined
+// by socket pairs moving traffic both ways from several threads; hostile frames written
+// straight into a connection (each must end the receive with mixcclRemoteError, never write
+// outside the posted buffer); abort from another thread; ranks of one process initialised
+// from one thread with non-blocking init, then driven by one thread each.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "mixccl.h"
+#include "proxy/proxy.h"
+#include "transport/frame.h"
+
+namespace {
+
+using namespace mixccl;
+
+const bool kQuiet = [] {
+  setenv("MIXCCL_DEBUG", "NONE", 0);
+  setenv("MIXCCL_TIMEOUT_S", "20", 1);
+  return true;
+}();
+
+double fault_now() {
+  return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+}
+
+// The bye flag of the wire (src/proxy/proxy.cc): the last frame of a rank that leaves cleanly.
+constexpr uint32_t kByeFlag = 1;
+
+struct Pair {
+  std::unique_ptr<Proxy> p0, p1;
+};
+
+ProxyParams params(int rank, size_t frameBytes) {
+  ProxyParams p;
+  p.rank = rank;
+  p.nranks = 2;
+  p.frameBytes = frameBytes;
+  p.spinUs = 20;
+  p.peerNames = {"rank 0 (test)", "rank 1 (test)"};
+  return p;
+}
+
+// Two proxies, ranks 0 and 1, joined by nsocks socket pairs.
+Pair makePair(int nsocks, size_t frameBytes) {
+  std::vector<std::vector<Socket>> c0(2), c1(2);
+  for (int i = 0; i < nsocks; ++i) {
+    int sv[2];
+    EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    c0[1].emplace_back(sv[0]);
+    c1[0].emplace_back(sv[1]);
+  }
+  Pair p;
+  p.p0.reset(new Proxy(params(0, frameBytes), std::move(c0)));
+  p.p1.reset(new Proxy(params(1, frameBytes), std::move(c1)));
+  EXPECT_EQ(p.p0->start(), mixcclSuccess);
+  EXPECT_EQ(p.p1->start(), mixcclSuccess);
+  return p;
+}
+
+// One proxy (rank 0) whose single connection to rank 1 is a raw socket the test writes.
+struct Exposed {
+  std::unique_ptr<Proxy> proxy;
+  Socket raw;
+};
+
+Exposed makeExposed() {
+  int sv[2];
+  EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  std::vector<std::vector<Socket>> c(2);
+  c[1].emplace_back(sv[0]);
+  Exposed e;
+  e.raw = Socket(sv[1]);
+  e.proxy.reset(new Proxy(params(0, 4096), std::move(c)));
+  EXPECT_EQ(e.proxy->start(), mixcclSuccess);
+  return e;
+}
+
+uint8_t pattern(int from, int msg, size_t i) { return (uint8_t)(from * 131 + msg * 31 + i * 7); }
+
+// Rank `me` of the pair sends and receives messages of many sizes, all in flight together in
+// batches, from its own thread, and checks every received byte.
+void traffic(Proxy& proxy, int me, int messages, std::atomic<int>* bad) {
+  const int peer = 1 - me;
+  const size_t sizes[] = {0, 1, 7, 4096, 65536, 65537, 300000, 1 << 20};
+  for (int base = 0; base < messages; base += 8) {
+    std::vector<std::vector<uint8_t>> out, in;
+    std::deque<ProxyOp> ops;
+    for (int m = base; m < base + 8 && m < messages; ++m) {
+      size_t n = sizes[(m * 5 + me) % 8];
+      size_t nIn = sizes[(m * 5 + peer) % 8];
+      out.emplace_back(n);
+      for (size_t i = 0; i < n; ++i) out.back()[i] = pattern(me, m, i);
+      in.emplace_back(nIn + 1, 0xEE);  // one guard byte past the message
+      ops.emplace_back(ProxyOp::Kind::Send, peer, out.back().data(), n);
+      proxy.post(&ops.back());
+      ops.emplace_back(ProxyOp::Kind::Recv, peer, in.back().data(), nIn);
+      proxy.post(&ops.back());
+    }
+    Deadline d = Deadline::afterSeconds(20);
+    for (ProxyOp& op : ops)
+      if (proxy.wait(&op, d) != mixcclSuccess) bad->fetch_add(1);
+    for (size_t k = 0; k < in.size(); ++k) {
+      int m = base + (int)k;
+      size_t nIn = in[k].size() - 1;
+      for (size_t i = 0; i < nIn; ++i)
+        if (in[k][i] != pattern(peer, m, i)) {
+          bad->fetch_add(1);
+          break;
+        }
+      if (in[k][nIn] != 0xEE) bad->fetch_add(1);
+    }
+  }
+}
+
+TEST(ProxyTransport, ConcurrentTrafficBothWaysOverSeveralConnections) {
+  for (int nsocks : {1, 3}) {
+    Pair p = makePair(nsocks, 4096);
+    std::atomic<int> bad{0};
+    std::atomic<bool> stop{false};
+    std::thread watcher([&] {  // mixcclCommGetAsyncError from another thread meanwhile
+      while (!stop.load()) {
+        std::string msg;
+        if (p.p0->error(&msg) != mixcclSuccess || p.p1->error(&msg) != mixcclSuccess)
+          bad.fetch_add(1);
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+    });
+    std::thread t0([&] { traffic(*p.p0, 0, 64, &bad); });
+    std::thread t1([&] { traffic(*p.p1, 1, 64, &bad); });
+    t0.join();
+    t1.join();
+    stop.store(true);
+    watcher.join();
+    EXPECT_EQ(bad.load(), 0) << "nsocks " << nsocks;
+    p.p0->shutdownGracefully();
+    p.p1->shutdownGracefully();
+  }
+}
+
+struct Hostile {
+  const char* name;
+  std::vector<FrameHeader> headers;  // written one after the other, each with its payload
+  size_t payloadOverride;            // bytes of payload after the last header (SIZE_MAX: all)
+  const char* mention;
+};
+
+TEST(ProxyTransport, HostileFramesEndTheReceiveWithoutTouchingOtherMemory) {
+  const size_t posted = 100;
+  const Hostile cases[] = {
+      {"bad magic", {{0x12345678, 0, posted, 0, (uint32_t)posted, 0}}, SIZE_MAX, "invalid frame"},
+      {"unknown flags", {{kFrameMagic, 0, posted, 0, (uint32_t)posted, 0x80}}, SIZE_MAX,
+       "invalid frame"},
+      {"huge total", {{kFrameMagic, 0, 1ull << 60, 0, 4096, 0}}, SIZE_MAX, "bytes to a receive"},
+      {"beyond the message", {{kFrameMagic, 0, posted, 90, 20, 0}}, SIZE_MAX, "invalid frame"},
+      {"offset overflow", {{kFrameMagic, 0, posted, UINT64_MAX - 5, 10, 0}}, SIZE_MAX,
+       "invalid frame"},
+      {"overfull",
+       {{kFrameMagic, 0, posted, 0, 60, 0}, {kFrameMagic, 0, posted, 0, 60, 0}},
+       SIZE_MAX, "invalid frame"},
+      {"truncated payload", {{kFrameMagic, 0, posted, 0, (uint32_t)posted, 0}}, 50, "closed"},
+      {"bye with a receive pending", {{kFrameMagic, 0, 0, 0, 0, kByeFlag}}, 0,
+       "with operations pending"},
+      {"end of stream", {}, 0, "closed the connection"},
+  };
+  for (const Hostile& h : cases) {
+    SCOPED_TRACE(h.name);
+    Exposed e = makeExposed();
+    std::unique_ptr<uint8_t[]> buf(new uint8_t[posted]);  // exactly posted: ASan guards it
+    ProxyOp op(ProxyOp::Kind::Recv, 1, buf.get(), posted);
+    e.proxy->post(&op);
+    for (size_t k = 0; k < h.headers.size(); ++k) {
+      const FrameHeader& hdr = h.headers[k];
+      ASSERT_EQ(send(e.raw.fd(), &hdr, sizeof(hdr), MSG_NOSIGNAL), (ssize_t)sizeof(hdr));
+      size_t body = std::min<size_t>(hdr.length, 8192);
+      if (k + 1 == h.headers.size() && h.payloadOverride != SIZE_MAX) body = h.payloadOverride;
+      std::vector<uint8_t> payload(body, 0xAB);
+      if (body) send(e.raw.fd(), payload.data(), body, MSG_NOSIGNAL);
+    }
+    e.raw.shutdown();
+    double t0 = fault_now();
+    Result r = e.proxy->wait(&op, Deadline::afterSeconds(10));
+    double took = fault_now() - t0;
+    std::string msg;
+    e.proxy->error(&msg);
+    EXPECT_EQ(r, mixcclRemoteError) << msg;
+    EXPECT_LT(took, 1.0);
+    EXPECT_NE(msg.find(h.mention), std::string::npos) << msg;
+    EXPECT_NE(msg.find("rank 1"), std::string::npos) << msg;
+  }
+}
+
+// A header for a receive that is not posted yet waits in the kernel, then completes once the
+// receive is posted.
+TEST(ProxyTransport, EarlyFrameWaitsForItsReceive) {
+  Exposed e = makeExposed();
+  const char text[] = "early bird";
+  FrameHeader hdr{kFrameMagic, 0, sizeof(text), 0, (uint32_t)sizeof(text), 0};
+  ASSERT_EQ(send(e.raw.fd(), &hdr, sizeof(hdr), MSG_NOSIGNAL), (ssize_t)sizeof(hdr));
+  ASSERT_EQ(send(e.raw.fd(), text, sizeof(text), MSG_NOSIGNAL), (ssize_t)sizeof(text));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  char got[sizeof(text)] = {0};
+  ProxyOp op(ProxyOp::Kind::Recv, 1, got, sizeof(got));
+  e.proxy->post(&op);
+  EXPECT_EQ(e.proxy->wait(&op, Deadline::afterSeconds(5)), mixcclSuccess);
+  EXPECT_STREQ(got, text);
+}
+
+TEST(ProxyTransport, AbortFromAnotherThreadEndsAWait) {
+  Pair p = makePair(2, 65536);
+  std::vector<uint8_t> buf(1 << 20);
+  ProxyOp op(ProxyOp::Kind::Recv, 1, buf.data(), buf.size());
+  p.p0->post(&op);
+  std::atomic<double> abortedAt{0};
+  std::thread aborter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    abortedAt.store(fault_now());
+    p.p0->abort("test abort");
+  });
+  Result r = p.p0->wait(&op, Deadline::afterSeconds(20));
+  double latency = fault_now() - abortedAt.load();
+  aborter.join();
+  EXPECT_NE(r, mixcclSuccess);
+  EXPECT_LT(latency, 1.0);
+  // The other side learns of it from the cut connections.
+  std::vector<uint8_t> other(16);
+  ProxyOp op1(ProxyOp::Kind::Recv, 0, other.data(), other.size());
+  p.p1->post(&op1);
+  EXPECT_EQ(p.p1->wait(&op1, Deadline::afterSeconds(5)), mixcclRemoteError);
+}
+
+// Ranks of one process: one thread initialises all of them (possible only because init does
+// not block), then each rank is driven by its own thread, then by one thread in a group.
+TEST(ProxyTransport, NonBlockingInitOfSeveralRanksFromOneThread) {
+  const int n = 3;
+  mixcclUniqueId id;
+  ASSERT_EQ(mixcclGetUniqueId(&id), mixcclSuccess);
+  mixcclComm_t comms[n];
+  for (int r = 0; r < n; ++r) {
+    mixcclConfig_t cfg = MIXCCL_CONFIG_INITIALIZER;
+    cfg.blocking = 0;
+    ASSERT_EQ(mixcclCommInitRankConfig(&comms[r], n, id, r, &cfg), mixcclInProgress);
+  }
+  for (int r = 0; r < n; ++r) {
+    mixcclResult_t state = mixcclInProgress;
+    Deadline d = Deadline::afterSeconds(10);
+    while (state == mixcclInProgress && !d.expired()) {
+      ASSERT_EQ(mixcclCommGetAsyncError(comms[r], &state), mixcclSuccess);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ASSERT_EQ(state, mixcclSuccess) << mixcclGetLastError(comms[r]);
+  }
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      std::vector<int> buf(50000);
+      for (int it = 0; it < 20; ++it) {
+        for (size_t i = 0; i < buf.size(); ++i) buf[i] = r + it + (int)i;
+        if (mixcclAllReduce(buf.data(), buf.data(), buf.size(), mixcclInt, mixcclSum, comms[r],
+                            nullptr) != mixcclSuccess)
+          bad.fetch_add(1);
+        for (size_t i = 0; i < buf.size(); ++i)
+          if (buf[i] != n * (it + (int)i) + n * (n - 1) / 2) {
+            bad.fetch_add(1);
+            break;
+          }
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(bad.load(), 0);
+  std::vector<std::vector<float>> g(n, std::vector<float>(1000, 2.0f));
+  ASSERT_EQ(mixcclGroupStart(), mixcclSuccess);
+  for (int r = 0; r < n; ++r)
+    mixcclAllReduce(g[r].data(), g[r].data(), 1000, mixcclFloat, mixcclProd, comms[r], nullptr);
+  ASSERT_EQ(mixcclGroupEnd(), mixcclSuccess);
+  for (int r = 0; r < n; ++r) EXPECT_EQ(g[r][999], 8.0f);
+  // Abort one rank from another thread while the others are blocked in a collective on it.
+  std::vector<std::thread> blocked;
+  std::atomic<int> failed{0};
+  for (int r = 1; r < n; ++r)
+    blocked.emplace_back([&, r] {
+      float v = 1;
+      if (mixcclAllReduce(&v, &v, 1, mixcclFloat, mixcclSum, comms[r], nullptr) != mixcclSuccess)
+        failed.fetch_add(1);
+    });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(mixcclCommAbort(comms[0]), mixcclSuccess);
+  for (auto& t : blocked) t.join();
+  EXPECT_EQ(failed.load(), n - 1);
+  for (int r = 1; r < n; ++r) EXPECT_EQ(mixcclCommDestroy(comms[r]), mixcclSuccess);
+}
+
+}  // namespace
