@@ -1,6 +1,10 @@
 #include "transport/socket_mesh.h"
 
+#include <sys/socket.h>
+
 #include <cstring>
+#include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -35,41 +39,91 @@ std::string peerName(const std::vector<PeerInfo>& peers, int r) {
   return "rank " + std::to_string(r) + " (" + std::string(peers[r].hostname, strnlen(peers[r].hostname, sizeof(peers[r].hostname))) + ")";
 }
 
-// Accepts every connection from higher ranks; a stranger (bad secret, bad hello) is refused,
-// logged, and does not count.
+// Checks one incoming connection: authentication, then a hello naming a rank above ours, a
+// socket index, and this communicator. Returns the rank and index it claims on success.
+bool admitConnection(const Socket& conn, const SocketAddress& from, const MeshParams& p,
+                     const std::vector<PeerInfo>& peers, const Deadline& deadline, int* rank,
+                     int* index) {
+  std::string what = "connection from " + from.toString();
+  Deadline hs = Deadline::afterSeconds(5);
+  if (hs.at() > deadline.at()) hs = deadline;
+  if (authenticateServer(conn, p.secret, hs, what.c_str()) != mixcclSuccess) return false;
+  ConnHello hello;
+  if (recvAllBefore(conn, &hello, sizeof(hello), hs, what.c_str()) != mixcclSuccess) return false;
+  if (hello.magic != kConnMagic || hello.commHash != p.commHash || hello.rank <= p.rank ||
+      hello.rank >= p.nranks || hello.nsocks != connectionsTo(p, peers, hello.rank) ||
+      hello.sockIndex < 0 || hello.sockIndex >= hello.nsocks) {
+    raiseError(mixcclRemoteError, "rank %d: refused %s: unexpected hello (rank %d, socket %d)",
+               p.rank, what.c_str(), hello.rank, hello.sockIndex);
+    return false;
+  }
+  *rank = hello.rank;
+  *index = hello.sockIndex;
+  return true;
+}
+
+// Accepts every connection from higher ranks. Each handshake runs on its own thread, so a
+// stranger who connects and says nothing cannot hold up the ranks behind it; once every
+// expected connection is in, handshakes still running (strangers) are cut short. A stranger
+// is refused, logged, and does not count.
 Result acceptFromHigherRanks(const Socket& listener, const MeshParams& p,
                              const std::vector<PeerInfo>& peers, const Deadline& deadline,
                              std::vector<std::vector<Socket>>* conns) {
   int expected = 0;
   for (int r = p.rank + 1; r < p.nranks; ++r) expected += connectionsTo(p, peers, r);
+  std::mutex mu;
   int accepted = 0;
-  while (accepted < expected) {
+  std::set<int> handshaking;  // fds of connections whose handshake is running
+  std::vector<std::thread> workers;
+  Result result = mixcclSuccess;
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (accepted == expected) break;
+    }
+    if (deadline.expired()) {
+      std::lock_guard<std::mutex> lock(mu);
+      result = raiseError(mixcclTimeout,
+                          "rank %d: only %d of %d transport connections from higher ranks "
+                          "arrived in time", p.rank, accepted, expected);
+      break;
+    }
     Socket conn;
     SocketAddress from;
-    Result r = acceptBefore(listener, deadline, &conn, &from);
-    if (r == mixcclTimeout)
-      return raiseError(mixcclTimeout,
-                        "rank %d: only %d of %d transport connections from higher ranks arrived "
-                        "in time", p.rank, accepted, expected);
-    MIXCCL_CHECK(r);
-    std::string what = "connection from " + from.toString();
-    Deadline hs = Deadline::afterSeconds(5);
-    if (hs.at() > deadline.at()) hs = deadline;
-    if (authenticateServer(conn, p.secret, hs, what.c_str()) != mixcclSuccess) continue;
-    ConnHello hello;
-    if (recvAllBefore(conn, &hello, sizeof(hello), hs, what.c_str()) != mixcclSuccess) continue;
-    if (hello.magic != kConnMagic || hello.commHash != p.commHash || hello.rank <= p.rank ||
-        hello.rank >= p.nranks || hello.nsocks != connectionsTo(p, peers, hello.rank) ||
-        hello.sockIndex < 0 || hello.sockIndex >= hello.nsocks ||
-        (*conns)[hello.rank][hello.sockIndex].valid()) {
-      raiseError(mixcclRemoteError, "rank %d: refused %s: unexpected hello (rank %d, socket %d)",
-                 p.rank, what.c_str(), hello.rank, hello.sockIndex);
-      continue;
+    Deadline slice = Deadline::afterSeconds(0.05);
+    Result r = acceptBefore(listener, slice.at() < deadline.at() ? slice : deadline, &conn, &from);
+    if (r == mixcclTimeout) continue;
+    if (r != mixcclSuccess) {
+      result = r;
+      break;
     }
-    (*conns)[hello.rank][hello.sockIndex] = std::move(conn);
-    ++accepted;
+    const int fd = conn.fd();
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      handshaking.insert(fd);
+    }
+    workers.emplace_back([&, fd, from, c = std::move(conn)]() mutable {
+      setLogRank(p.rank);
+      int rank = -1, index = -1;
+      bool ok = admitConnection(c, from, p, peers, deadline, &rank, &index);
+      std::lock_guard<std::mutex> lock(mu);
+      handshaking.erase(fd);  // before c closes, so the cut below never hits a reused fd
+      if (!ok) return;
+      if ((*conns)[rank][index].valid()) {
+        raiseError(mixcclRemoteError, "rank %d: refused a second connection claiming rank %d "
+                                      "socket %d", p.rank, rank, index);
+        return;
+      }
+      (*conns)[rank][index] = std::move(c);
+      ++accepted;
+    });
   }
-  return mixcclSuccess;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (int fd : handshaking) ::shutdown(fd, SHUT_RDWR);
+  }
+  for (std::thread& w : workers) w.join();
+  return result;
 }
 
 Result connectToLowerRanks(const MeshParams& p, const std::vector<PeerInfo>& peers,
