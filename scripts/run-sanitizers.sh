@@ -48,6 +48,10 @@ export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1:strict_string_checks=1:detec
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 export MIXCCL_DEBUG=${MIXCCL_DEBUG:-NONE}  # the fault tests provoke many expected warnings
+# hwloc's PCI component (libpciaccess) leaks a little at exit from a module it has already
+# unloaded; LeakSanitizer cannot name it, so it is left out here (every init discovers the
+# topology). The normal build keeps it.
+export HWLOC_COMPONENTS=-pci
 
 # Everything built below except the full-size matrices (their --quick runs follow) and the
 # install/demo tests (not built here).

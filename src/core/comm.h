@@ -13,6 +13,7 @@
 #include "bootstrap/unique_id.h"
 #include "core/config.h"
 #include "proxy/proxy.h"
+#include "topology/topology.h"
 
 struct mixcclComm {
   int rank = 0;
@@ -22,6 +23,9 @@ struct mixcclComm {
   mixccl::UniqueIdData id{};
   std::vector<mixccl::PeerInfo> peers;
   std::unique_ptr<mixccl::Proxy> proxy;
+  // Every rank's host, NUMA node, device, NIC and adaptor, exchanged at init (comm_topology.h).
+  std::vector<mixccl::RankTopology> topology;
+  std::shared_ptr<mixccl::LocalTopology> localTopology;
 
   std::atomic<int> refs{1};  // the owner's reference plus one per API call in progress
   std::atomic<bool> finalized{false};

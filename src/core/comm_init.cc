@@ -9,6 +9,7 @@
 #include "bootstrap/root.h"
 #include "bootstrap/socket.h"
 #include "core/comm.h"
+#include "core/comm_topology.h"
 #include "core/comm_registry.h"
 #include "core/env.h"
 #include "core/error.h"
@@ -98,6 +99,7 @@ Result connectComm(Comm* comm, const UniqueIdData& id) {
   std::unique_ptr<Proxy> proxy(new Proxy(pp, std::move(conns)));
   MIXCCL_CHECK(proxy->start());
   comm->proxy = std::move(proxy);
+  MIXCCL_CHECK(exchangeTopology(comm, iface.name));
   INFO(kLogInit, "rank %d of %d ready (comm %016llx%s%s)", rank, nranks,
        (unsigned long long)id.commHash, config.commName.empty() ? "" : ", ",
        config.commName.c_str());

@@ -44,6 +44,7 @@ EnvParams load() {
   p.spinUs = (int)readInt("MIXCCL_SPIN_US", 100, 0, 1000000);
   p.adaptor = readString("MIXCCL_ADAPTOR", "");
   p.net = readString("MIXCCL_NET", "");
+  p.topoDumpFile = readString("MIXCCL_TOPO_DUMP_FILE", "");
   p.checkMismatch = readInt("MIXCCL_CHECK_MISMATCH", 0, 0, 1) == 1;
   return p;
 }

@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 extern "C" {
 #include "rank_harness.h"
 }
@@ -315,6 +317,50 @@ TEST(ApiBehaviour, ConfigIsValidated) {
   EXPECT_EQ(mixcclCommFinalize(comm), mixcclSuccess);
   EXPECT_EQ(mixcclAllReduce(&v, &v, 1, mixcclDouble, mixcclProd, comm, nullptr), mixcclInvalidUsage);
   EXPECT_EQ(mixcclCommDestroy(comm), mixcclSuccess);
+}
+
+}  // namespace
+
+namespace {
+
+std::string readFile(const std::string& path) {
+  FILE* f = fopen(path.c_str(), "r");
+  if (!f) return "";
+  std::string s;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), f)) > 0) s.append(buf, n);
+  fclose(f);
+  return s;
+}
+
+int topologyRank(mixcclComm_t comm, int rank, int nranks, void*) {
+  return allReduceWorks(comm, nranks) ? 0 : 1;
+}
+
+TEST(ApiBehaviour, TopologyIsExchangedAtInitAndDumped) {
+  char dir[] = "/tmp/mixccl-topo-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  std::string pattern = std::string(dir) + "/rank%r.json";
+  setenv("MIXCCL_TOPO_DUMP_FILE", pattern.c_str(), 1);
+  ASSERT_EQ(runRanks(3, topologyRank, nullptr, 60), 0);
+  for (int r = 0; r < 3; ++r) {
+    std::string path = std::string(dir) + "/rank" + std::to_string(r) + ".json";
+    nlohmann::json doc = nlohmann::json::parse(readFile(path), nullptr, false);
+    ASSERT_FALSE(doc.is_discarded()) << path << " is not JSON";
+    EXPECT_EQ(doc["schema"], "mixccl-topology/1");
+    EXPECT_EQ(doc["rank"], r);
+    EXPECT_EQ(doc["global"]["nranks"], 3);
+    // Every rank's entry is in every rank's view, with its host and NIC.
+    ASSERT_EQ(doc["global"]["ranks"].size(), 3u);
+    for (int q = 0; q < 3; ++q) {
+      EXPECT_EQ(doc["global"]["ranks"][q]["rank"], q);
+      EXPECT_EQ(doc["global"]["ranks"][q]["adaptor"], "host");
+      EXPECT_FALSE(doc["global"]["ranks"][q]["nic"]["name"].get<std::string>().empty());
+    }
+    unlink(path.c_str());
+  }
+  rmdir(dir);
 }
 
 }  // namespace

@@ -1,0 +1,94 @@
+#include "core/comm_topology.h"
+
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "algo/algorithms.h"
+#include "bootstrap/interfaces.h"
+#include "core/env.h"
+#include "core/error.h"
+#include "core/log.h"
+
+namespace mixccl {
+namespace {
+
+// This host, discovered once per process: hwloc's discovery (through libudev) is not safe from
+// several threads at once (ThreadSanitizer saw a race when one process inits several ranks),
+// and the answer is the same for every communicator of the process.
+std::shared_ptr<LocalTopology> localTopologyOnce(int rank) {
+  static std::mutex mutex;
+  static std::shared_ptr<LocalTopology> cached;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (cached) return cached;
+  auto local = std::make_shared<LocalTopology>();
+  if (discoverLocalTopology(local.get()) != mixcclSuccess) {
+    WARN(kLogInit, "rank %d: topology discovery failed (%s); continuing without it", rank,
+         topologyLastError().c_str());
+    return nullptr;  // try again next time, rather than remember an empty host
+  }
+  cached = local;
+  return cached;
+}
+
+}  // namespace
+
+Result exchangeTopology(Comm* comm, const std::string& socketInterface) {
+  const int rank = comm->rank, nranks = comm->nranks;
+  std::shared_ptr<LocalTopology> local = localTopologyOnce(rank);
+  if (!local) {
+    local = std::make_shared<LocalTopology>();
+    local->hostname = comm->peers[rank].hostname;
+    local->hostHash = comm->peers[rank].hostHash;
+  }
+  std::vector<std::string> candidates;
+  for (const NetInterface& ni : listInterfaces(env().socketIfname, env().socketFamily))
+    candidates.push_back(ni.name);
+  NicChoice nic;
+  // Host ranks have no device bus id yet; adaptors will report theirs (issue 5).
+  const std::string deviceBusId;
+  if (chooseNic(*local, deviceBusId, candidates, socketInterface, &nic) != mixcclSuccess) {
+    nic = NicChoice{};
+    nic.name = socketInterface;
+  }
+  INFO(kLogInit | kLogNet, "rank %d: NIC %s (%s)", rank, nic.name.c_str(), nic.reason.c_str());
+
+  RankTopology mine;
+  std::vector<uint8_t> all((size_t)nranks * kRankTopologyWireBytes);
+  uint8_t wire[kRankTopologyWireBytes] = {};
+  if (fillRankTopology(*local, rank, comm->config.adaptor, comm->device, deviceBusId, nic,
+                       &mine) != mixcclSuccess ||
+      encodeRankTopology(mine, wire, sizeof(wire)) != mixcclSuccess)
+    return raiseError(mixcclInternalError, "rank %d: cannot encode its topology: %s", rank,
+                      topologyLastError().c_str());
+
+  Deadline deadline = Deadline::afterSeconds(comm->config.timeoutS);
+  Transfers t(*comm->proxy, deadline);
+  CollContext ctx{rank, nranks, t, env().chunkBytes};
+  MIXCCL_CHECK(ringAllGather(ctx, wire, all.data(), kRankTopologyWireBytes, mixcclUint8));
+  comm->topology.resize(nranks);
+  for (int r = 0; r < nranks; ++r) {
+    RankTopology& rt = comm->topology[r];
+    if (decodeRankTopology(all.data() + (size_t)r * kRankTopologyWireBytes,
+                           kRankTopologyWireBytes, &rt) != mixcclSuccess ||
+        rt.rank != r || rt.hostHash != comm->peers[r].hostHash)
+      return raiseError(mixcclRemoteError, "rank %d: %s sent an invalid topology summary (%s)",
+                        rank, comm->peerName(r).c_str(), topologyLastError().c_str());
+  }
+  comm->localTopology = local;
+
+  const std::string& pattern = env().topoDumpFile;
+  std::string path;
+  if (!pattern.empty() && topologyDumpPath(pattern, rank, comm->topology, &path)) {
+    TopologyView view{local.get(), &comm->topology, rank};
+    if (writeTopologyDump(path, view) != mixcclSuccess)
+      WARN(kLogInit, "rank %d: MIXCCL_TOPO_DUMP_FILE: cannot write %s: %s", rank, path.c_str(),
+           topologyLastError().c_str());
+    else
+      INFO(kLogInit, "rank %d: wrote the job topology to %s", rank, path.c_str());
+  }
+  return mixcclSuccess;
+}
+
+}  // namespace mixccl

@@ -1,0 +1,18 @@
+// The topology step of communicator init: each rank discovers its host (hwloc), picks its NIC
+// by PCI distance to its device, and the ranks exchange their summaries so that every rank
+// knows every rank's host, NUMA node, device, NIC and adaptor (comm->topology). With
+// MIXCCL_TOPO_DUMP_FILE set, the job's view is written as JSON.
+#pragma once
+
+#include <string>
+
+#include "core/comm.h"
+
+namespace mixccl {
+
+// Runs after the proxy has started (the exchange uses the communicator's own connections).
+// Discovery problems are warnings: init goes on with what is known. A failed exchange is an
+// error: the connections are broken then.
+Result exchangeTopology(Comm* comm, const std::string& socketInterface);
+
+}  // namespace mixccl
