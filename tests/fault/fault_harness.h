@@ -64,13 +64,25 @@ struct Shared {
   RankReport ranks[16];
 };
 
-inline int countThreads() {
+inline int countThreadsNow() {
   DIR* d = opendir("/proc/self/task");
   if (!d) return -1;
   int n = 0;
   while (dirent* e = readdir(d))
     if (e->d_name[0] != '.') ++n;
   closedir(d);
+  return n;
+}
+
+// Threads of this process once those that are exiting have gone: a joined thread can still be
+// listed in /proc/self/task for a moment after pthread_join returns (the kernel reaps it
+// asynchronously), so a count above one is re-read for up to one second.
+inline int countThreads() {
+  int n = countThreadsNow();
+  for (int i = 0; i < 200 && n > 1; ++i) {
+    usleep(5000);
+    n = countThreadsNow();
+  }
   return n;
 }
 
