@@ -313,12 +313,11 @@ bool Proxy::assignFrame(SockState& s) {
   return true;
 }
 
-bool Proxy::pumpSend(SockState& s) {
-  bool progressed = false;
+void Proxy::pumpSend(SockState& s) {
   while (failure_.load() == mixcclSuccess) {
     if (!s.sendOp && !assignFrame(s)) {
       setWriteInterest(s, false);
-      return progressed;
+      return;
     }
     iovec iov[2];
     int n = 0;
@@ -340,13 +339,12 @@ bool Proxy::pumpSend(SockState& s) {
     if (k < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
         setWriteInterest(s, true);
-        return progressed;
+        return;
       }
       if (errno == EINTR) continue;
       peerFailed(s.peer, std::string("send failed: ") + strerror(errno));
-      return true;
+      return;
     }
-    progressed = progressed || k > 0;
     size_t hdrPart = std::min((size_t)k, sizeof(FrameHeader) - s.sendHdrDone);
     s.sendHdrDone += hdrPart;
     s.sendBodyDone += (size_t)k - hdrPart;
@@ -356,10 +354,8 @@ bool Proxy::pumpSend(SockState& s) {
       op->done += s.sendHdr.length;
       if (op->done == op->bytes && op->assigned == op->bytes && op->headerSent)
         finishOp(op, ProxyOp::Done, mixcclSuccess);
-      progressed = true;
     }
   }
-  return progressed;
 }
 
 // Finds the posted receive for the header just read; pauses the connection when that receive
@@ -440,8 +436,7 @@ void Proxy::handleBye(SockState& s) {
 
 // Small frames arrive through a staging buffer (header and payload in one system call);
 // the payload of a large frame is read straight into the user's buffer.
-bool Proxy::pumpRecv(SockState& s) {
-  bool progressed = false;
+void Proxy::pumpRecv(SockState& s) {
   while (failure_.load() == mixcclSuccess && !s.paused && !s.byeReceived) {
     if (!s.recvOp) {
       if (s.stageEnd - s.stageBegin < sizeof(FrameHeader)) {
@@ -450,21 +445,20 @@ bool Proxy::pumpRecv(SockState& s) {
         size_t want = s.lastFrameBytes >= s.stage.size() / 2
                           ? sizeof(FrameHeader) - (s.stageEnd - s.stageBegin)
                           : s.stage.size();
-        if (!fillStage(s, want)) return progressed;
-        progressed = true;
+        if (!fillStage(s, want)) return;
         continue;
       }
       memcpy(&s.recvHdr, s.stage.data() + s.stageBegin, sizeof(FrameHeader));
       s.stageBegin += sizeof(FrameHeader);
       if (s.recvHdr.magic == kFrameMagic && s.recvHdr.flags == kFrameFlagBye) {
         handleBye(s);
-        return true;
+        return;
       }
       if (s.recvHdr.magic == kFrameMagic && s.recvHdr.flags == kFrameFlagPeerFailed) {
         handlePeerFailedNotice(s);
-        return true;
+        return;
       }
-      if (!matchFrame(s)) return progressed;
+      if (!matchFrame(s)) return;
     }
     ProxyOp* op = s.recvOp;
     char* dst = op->buf + s.recvHdr.offset + s.recvBodyDone;
@@ -475,24 +469,21 @@ bool Proxy::pumpRecv(SockState& s) {
       memcpy(dst, s.stage.data() + s.stageBegin, n);
       s.stageBegin += n;
       s.recvBodyDone += n;
-      progressed = true;
       continue;
     }
     if (left > 0 && left < s.stage.size() / 2) {
-      if (!fillStage(s, s.stage.size())) return progressed;
-      progressed = true;
+      if (!fillStage(s, s.stage.size())) return;
       continue;
     }
     if (left > 0) {
       ssize_t k = recv(s.fd, dst, left, MSG_DONTWAIT);
       if (k <= 0) {
         if (k < 0 && errno == EINTR) continue;
-        if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return progressed;
+        if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
         peerFailed(s.peer, k == 0 ? "it closed the connection in the middle of a message"
                                   : std::string("receive failed: ") + strerror(errno));
-        return true;
+        return;
       }
-      progressed = true;
       s.recvBodyDone += (size_t)k;
       if (s.recvBodyDone < s.recvHdr.length) continue;
     }
@@ -508,10 +499,9 @@ bool Proxy::pumpRecv(SockState& s) {
       }
       finishOp(op, ProxyOp::Done, mixcclSuccess);
       // Let the waiter look before another read; level-triggered epoll brings us back.
-      if (s.stageBegin == s.stageEnd) return true;
+      if (s.stageBegin == s.stageEnd) return;
     }
   }
-  return progressed;
 }
 
 void Proxy::handlePeerFailedNotice(SockState& s) {

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <mutex>
@@ -60,8 +59,8 @@ class Proxy {
   void drainIncoming();
   void failEverything();
   void finishOp(ProxyOp* op, int state, Result r);
-  bool pumpSend(SockState& s);
-  bool pumpRecv(SockState& s);
+  void pumpSend(SockState& s);
+  void pumpRecv(SockState& s);
   bool fillStage(SockState& s, size_t want);
   void handleBye(SockState& s);
   void handlePeerFailedNotice(SockState& s);
@@ -91,7 +90,6 @@ class Proxy {
   std::mutex incomingMutex_;
   std::vector<ProxyOp*> incoming_;
   std::atomic<bool> stopRequested_{false};
-  std::atomic<bool> graceful_{false};
   bool started_ = false;
 
   mutable std::mutex errorMutex_;
