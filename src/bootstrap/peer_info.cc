@@ -27,6 +27,14 @@ std::string readFirstLine(const char* path) {
 
 }  // namespace
 
+std::string describePeer(const std::vector<PeerInfo>& peers, int r) {
+  if (r < 0 || r >= (int)peers.size()) return "rank " + std::to_string(r);
+  const PeerInfo& p = peers[r];
+  return "rank " + std::to_string(r) + " (" +
+         std::string(p.hostname, strnlen(p.hostname, sizeof(p.hostname))) + " pid " +
+         std::to_string(p.pid) + ")";
+}
+
 void fillLocalHostInfo(PeerInfo* info) {
   char host[64] = {0};
   gethostname(host, sizeof(host) - 1);

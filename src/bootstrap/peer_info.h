@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "bootstrap/socket_address.h"
 
@@ -18,6 +20,9 @@ struct PeerInfo {
   int32_t reserved;
 };
 static_assert(sizeof(PeerInfo) == 128, "PeerInfo is part of the wire format");
+
+// "rank 3 (host pid 1234)", for messages; "rank 3" when r is outside the table.
+std::string describePeer(const std::vector<PeerInfo>& peers, int r);
 
 // Fills the host fields (hostname, hostHash, pid) of the calling process.
 void fillLocalHostInfo(PeerInfo* info);

@@ -16,13 +16,7 @@
 #include "core/log.h"
 #include "transport/socket_mesh.h"
 
-std::string mixcclComm::peerName(int r) const {
-  if (r < 0 || r >= (int)peers.size()) return "rank " + std::to_string(r);
-  const mixccl::PeerInfo& p = peers[r];
-  return "rank " + std::to_string(r) + " (" +
-         std::string(p.hostname, strnlen(p.hostname, sizeof(p.hostname))) + " pid " +
-         std::to_string(p.pid) + ")";
-}
+std::string mixcclComm::peerName(int r) const { return mixccl::describePeer(peers, r); }
 
 void mixcclComm::stopInit() {
   std::lock_guard<std::mutex> once(stopInitMutex);

@@ -35,10 +35,6 @@ int connectionsTo(const MeshParams& p, const std::vector<PeerInfo>& peers, int p
 
 namespace {
 
-std::string peerName(const std::vector<PeerInfo>& peers, int r) {
-  return "rank " + std::to_string(r) + " (" + std::string(peers[r].hostname, strnlen(peers[r].hostname, sizeof(peers[r].hostname))) + ")";
-}
-
 // Checks one incoming connection: authentication, then a hello naming a rank above ours, a
 // socket index, and this communicator. Returns the rank and index it claims on success.
 bool admitConnection(const Socket& conn, const SocketAddress& from, const MeshParams& p,
@@ -131,7 +127,7 @@ Result connectToLowerRanks(const MeshParams& p, const std::vector<PeerInfo>& pee
   for (int peer = 0; peer < p.rank; ++peer) {
     SocketAddress addr;
     MIXCCL_CHECK(fromWire(peers[peer].listenAddr, &addr));
-    std::string what = peerName(peers, peer) + " at " + addr.toString();
+    std::string what = describePeer(peers, peer) + " at " + addr.toString();
     const int nsocks = connectionsTo(p, peers, peer);
     for (int i = 0; i < nsocks; ++i) {
       Socket conn;
