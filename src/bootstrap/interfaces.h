@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "bootstrap/interface_match.h"
 #include "bootstrap/socket_address.h"
 #include "core/result.h"
 
@@ -14,9 +15,6 @@ struct NetInterface {
   std::string name;
   SocketAddress address;  // port 0
 };
-
-// True if the interface name passes the spec (empty spec: not loopback, not docker*).
-bool interfaceMatches(const std::string& spec, const std::string& name);
 
 // All usable addresses, in the order the kernel lists them, filtered by spec and family
 // ("" = any, "AF_INET", "AF_INET6"); IPv6 link-local addresses are skipped.

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "mixccl.h"
+#include "bootstrap/interface_match.h"
 #include "mixccl_launch.h"
 #include "topology/topology.h"
 
@@ -74,38 +75,14 @@ bool parse(int argc, char** argv, Options* o) {
   return true;
 }
 
-std::vector<std::string> splitComma(const std::string& s) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while (pos <= s.size()) {
-    size_t end = s.find(',', pos);
-    if (end == std::string::npos) end = s.size();
-    if (end > pos) out.push_back(s.substr(pos, end - pos));
-    pos = end + 1;
-  }
-  return out;
-}
-
 // The interfaces the socket layer may use, in its order: MIXCCL_SOCKET_IFNAME in NCCL's syntax
 // (prefixes, "^" excludes, "=" exact names; unset: anything but lo and docker), up and addressed.
-// The library passes its own list; this tool mirrors that rule because it only sees the public
-// API.
+// The matching rule is the library's own (bootstrap/interface_match.cc, compiled into this
+// tool too); the listing mirrors the socket layer's because the tool only sees the public API.
 void socketCandidates(const LocalTopology& t, std::vector<std::string>* candidates,
                       std::string* fallback) {
   const char* env = getenv("MIXCCL_SOCKET_IFNAME");
   std::string spec = env ? env : "";
-  auto matches = [&](const std::string& name) {
-    if (spec.empty()) return name.compare(0, 2, "lo") != 0 && name.compare(0, 6, "docker") != 0;
-    std::string s = spec;
-    bool exclude = !s.empty() && s[0] == '^';
-    if (exclude) s.erase(0, 1);
-    bool exact = !s.empty() && s[0] == '=';
-    if (exact) s.erase(0, 1);
-    bool listed = false;
-    for (const std::string& item : splitComma(s))
-      listed = listed || (exact ? name == item : name.compare(0, item.size(), item) == 0);
-    return exclude ? !listed : listed;
-  };
   // Like the socket layer, IPv6 link-local addresses do not count.
   auto usable = [](const TopoNic& n) {
     if (!n.up) return false;
@@ -114,7 +91,7 @@ void socketCandidates(const LocalTopology& t, std::vector<std::string>* candidat
     return false;
   };
   for (const TopoNic& n : t.nics)
-    if (usable(n) && matches(n.name)) candidates->push_back(n.name);
+    if (usable(n) && interfaceMatches(spec, n.name)) candidates->push_back(n.name);
   if (candidates->empty() && spec.empty())
     for (const TopoNic& n : t.nics)
       if (usable(n) && n.name.compare(0, 2, "lo") == 0) candidates->push_back(n.name);
