@@ -26,6 +26,8 @@
 #include <string>
 #include <vector>
 
+#include "rank_check.h"  // tests/multirank: RANK_CHECK for rank bodies
+
 #include "mixccl.h"
 
 namespace fault {

@@ -23,13 +23,6 @@ const bool kCheckOn = [] {
   return true;
 }();
 
-#define RANK_CHECK(cond)                                                                 \
-  do {                                                                                   \
-    if (!(cond)) {                                                                       \
-      fprintf(stderr, "rank %d: check failed at line %d: %s\n", rank, __LINE__, #cond); \
-      return 1;                                                                          \
-    }                                                                                    \
-  } while (0)
 
 bool allReduceWorks(mixcclComm_t comm, int nranks, int count = 12) {
   std::vector<int> buf(count, 1);

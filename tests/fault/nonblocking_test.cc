@@ -42,13 +42,6 @@ mixcclResult_t pollUntilDone(mixcclComm_t comm, double seconds) {
   return state;
 }
 
-#define RANK_CHECK(cond)                                                                 \
-  do {                                                                                   \
-    if (!(cond)) {                                                                       \
-      fprintf(stderr, "rank %d: check failed at line %d: %s\n", rank, __LINE__, #cond); \
-      return 1;                                                                          \
-    }                                                                                    \
-  } while (0)
 
 TEST(NonBlocking, InitReturnsInProgressThenCompletes) {
   const int n = 3, late = 0;

@@ -16,6 +16,7 @@
 extern "C" {
 #include "rank_harness.h"
 }
+#include "rank_check.h"
 
 namespace {
 
@@ -25,14 +26,6 @@ double secondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-// Rank bodies return 0 on success; CHECK prints where a rank went wrong.
-#define CHECK(cond)                                                                     \
-  do {                                                                                  \
-    if (!(cond)) {                                                                      \
-      fprintf(stderr, "rank %d: check failed at line %d: %s\n", rank, __LINE__, #cond); \
-      return 1;                                                                         \
-    }                                                                                   \
-  } while (0)
 
 bool allReduceWorks(mixcclComm_t comm, int nranks) {
   std::vector<int> buf(5, 1);
@@ -52,30 +45,30 @@ int badInputRank(mixcclComm_t comm, int rank, int nranks, void*) {
     if (msg.empty()) msg = mixcclGetLastError(nullptr);
     return msg.find(mention) != std::string::npos;
   };
-  CHECK(expectError(mixcclAllReduce(x, y, 4, (mixcclDataType_t)99, mixcclSum, comm, nullptr),
+  RANK_CHECK(expectError(mixcclAllReduce(x, y, 4, (mixcclDataType_t)99, mixcclSum, comm, nullptr),
                     mixcclInvalidArgument, "datatype"));
-  CHECK(expectError(mixcclAllReduce(x, y, 4, mixcclFloat, (mixcclRedOp_t)42, comm, nullptr),
+  RANK_CHECK(expectError(mixcclAllReduce(x, y, 4, mixcclFloat, (mixcclRedOp_t)42, comm, nullptr),
                     mixcclInvalidArgument, "op"));
-  CHECK(expectError(mixcclAllReduce(nullptr, y, 4, mixcclFloat, mixcclSum, comm, nullptr),
+  RANK_CHECK(expectError(mixcclAllReduce(nullptr, y, 4, mixcclFloat, mixcclSum, comm, nullptr),
                     mixcclInvalidArgument, "sendbuff"));
-  CHECK(expectError(mixcclAllReduce(x, y, SIZE_MAX / 2, mixcclFloat, mixcclSum, comm, nullptr),
+  RANK_CHECK(expectError(mixcclAllReduce(x, y, SIZE_MAX / 2, mixcclFloat, mixcclSum, comm, nullptr),
                     mixcclInvalidArgument, "overflow"));
-  CHECK(expectError(mixcclBroadcast(x, y, 4, mixcclFloat, nranks, comm, nullptr),
+  RANK_CHECK(expectError(mixcclBroadcast(x, y, 4, mixcclFloat, nranks, comm, nullptr),
                     mixcclInvalidArgument, "root"));
-  CHECK(expectError(mixcclReduce(x, y, 4, mixcclFloat, mixcclSum, -1, comm, nullptr),
+  RANK_CHECK(expectError(mixcclReduce(x, y, 4, mixcclFloat, mixcclSum, -1, comm, nullptr),
                     mixcclInvalidArgument, "root"));
-  CHECK(expectError(mixcclSend(x, 4, mixcclFloat, nranks + 3, comm, nullptr),
+  RANK_CHECK(expectError(mixcclSend(x, 4, mixcclFloat, nranks + 3, comm, nullptr),
                     mixcclInvalidArgument, "peer"));
-  CHECK(expectError(mixcclAllReduce(x, y, 4, mixcclFloat, mixcclSum, comm, (void*)0x1),
+  RANK_CHECK(expectError(mixcclAllReduce(x, y, 4, mixcclFloat, mixcclSum, comm, (void*)0x1),
                     mixcclInvalidArgument, "stream"));
-  CHECK(mixcclAllReduce(x, y, 4, mixcclFloat, mixcclSum, nullptr, nullptr) ==
+  RANK_CHECK(mixcclAllReduce(x, y, 4, mixcclFloat, mixcclSum, nullptr, nullptr) ==
         mixcclInvalidArgument);
-  CHECK(mixcclGroupEnd() == mixcclInvalidUsage);
+  RANK_CHECK(mixcclGroupEnd() == mixcclInvalidUsage);
   // Zero counts may come with NULL buffers.
-  CHECK(mixcclAllReduce(nullptr, nullptr, 0, mixcclFloat, mixcclSum, comm, nullptr) ==
+  RANK_CHECK(mixcclAllReduce(nullptr, nullptr, 0, mixcclFloat, mixcclSum, comm, nullptr) ==
         mixcclSuccess);
   // And after all that, the communicator still works.
-  CHECK(allReduceWorks(comm, nranks));
+  RANK_CHECK(allReduceWorks(comm, nranks));
   return 0;
 }
 
@@ -142,16 +135,16 @@ TEST(ApiBehaviour, InitAllAndGroupedCollectivesAcrossComms) {
 
 int nestedGroupRank(mixcclComm_t comm, int rank, int nranks, void*) {
   std::vector<int> a(100, rank), b(100 * nranks, -1), c(100, rank + 1);
-  CHECK(mixcclGroupStart() == mixcclSuccess);
-  CHECK(mixcclGroupStart() == mixcclSuccess);
-  CHECK(mixcclAllReduce(a.data(), a.data(), 100, mixcclInt, mixcclSum, comm, nullptr) == mixcclSuccess);
-  CHECK(mixcclGroupEnd() == mixcclSuccess);
+  RANK_CHECK(mixcclGroupStart() == mixcclSuccess);
+  RANK_CHECK(mixcclGroupStart() == mixcclSuccess);
+  RANK_CHECK(mixcclAllReduce(a.data(), a.data(), 100, mixcclInt, mixcclSum, comm, nullptr) == mixcclSuccess);
+  RANK_CHECK(mixcclGroupEnd() == mixcclSuccess);
   // Nothing has run yet: the outer group is still open.
-  CHECK(a[0] == rank);
-  CHECK(mixcclAllGather(c.data(), b.data(), 100, mixcclInt, comm, nullptr) == mixcclSuccess);
-  CHECK(mixcclGroupEnd() == mixcclSuccess);
-  CHECK(a[0] == nranks * (nranks - 1) / 2);
-  for (int r = 0; r < nranks; ++r) CHECK(b[100 * r + 99] == r + 1);
+  RANK_CHECK(a[0] == rank);
+  RANK_CHECK(mixcclAllGather(c.data(), b.data(), 100, mixcclInt, comm, nullptr) == mixcclSuccess);
+  RANK_CHECK(mixcclGroupEnd() == mixcclSuccess);
+  RANK_CHECK(a[0] == nranks * (nranks - 1) / 2);
+  for (int r = 0; r < nranks; ++r) RANK_CHECK(b[100 * r + 99] == r + 1);
   return 0;
 }
 
@@ -163,30 +156,30 @@ int splitRank(mixcclComm_t comm, int rank, int nranks, void*) {
   // Even ranks form one communicator ordered by descending old rank; rank 1 opts out.
   int color = rank == 1 ? MIXCCL_SPLIT_NOCOLOR : rank % 2;
   mixcclComm_t sub = nullptr;
-  CHECK(mixcclCommSplit(comm, color, -rank, &sub, nullptr) == mixcclSuccess);
+  RANK_CHECK(mixcclCommSplit(comm, color, -rank, &sub, nullptr) == mixcclSuccess);
   if (rank == 1) {
-    CHECK(sub == nullptr);
+    RANK_CHECK(sub == nullptr);
     return allReduceWorks(comm, nranks) ? 0 : 1;
   }
-  CHECK(sub != nullptr);
+  RANK_CHECK(sub != nullptr);
   int subRank = -1, subSize = -1;
-  CHECK(mixcclCommUserRank(sub, &subRank) == mixcclSuccess);
-  CHECK(mixcclCommCount(sub, &subSize) == mixcclSuccess);
+  RANK_CHECK(mixcclCommUserRank(sub, &subRank) == mixcclSuccess);
+  RANK_CHECK(mixcclCommCount(sub, &subSize) == mixcclSuccess);
   int expectedSize = 0, expectedRank = 0;
   for (int r = 0; r < nranks; ++r) {
     if (r == 1 || r % 2 != rank % 2) continue;
     ++expectedSize;
     if (r > rank) ++expectedRank;
   }
-  CHECK(subSize == expectedSize);
-  CHECK(subRank == expectedRank);
+  RANK_CHECK(subSize == expectedSize);
+  RANK_CHECK(subRank == expectedRank);
   int v = rank;
-  CHECK(mixcclAllReduce(&v, &v, 1, mixcclInt, mixcclSum, sub, nullptr) == mixcclSuccess);
+  RANK_CHECK(mixcclAllReduce(&v, &v, 1, mixcclInt, mixcclSum, sub, nullptr) == mixcclSuccess);
   int want = 0;
   for (int r = 0; r < nranks; ++r)
     if (r != 1 && r % 2 == rank % 2) want += r;
-  CHECK(v == want);
-  CHECK(mixcclCommDestroy(sub) == mixcclSuccess);
+  RANK_CHECK(v == want);
+  RANK_CHECK(mixcclCommDestroy(sub) == mixcclSuccess);
   // The parent is still fine.
   return allReduceWorks(comm, nranks) ? 0 : 1;
 }
@@ -200,16 +193,16 @@ int deadPeerRank(mixcclComm_t comm, int rank, int nranks, void*) {
   mixcclResult_t r =
       mixcclAllReduce(buf.data(), buf.data(), buf.size(), mixcclFloat, mixcclSum, comm, nullptr);
   double took = secondsSince(start);
-  CHECK(r == mixcclRemoteError);
-  CHECK(took < 10.0);  // the timeout is 60 s: this must come from the closed connections
+  RANK_CHECK(r == mixcclRemoteError);
+  RANK_CHECK(took < 10.0);  // the timeout is 60 s: this must come from the closed connections
   std::string msg = mixcclGetLastError(comm);
   fprintf(stderr, "rank %d saw after %.2f s: %s\n", rank, took, msg.c_str());
-  CHECK(msg.find("rank") != std::string::npos);
+  RANK_CHECK(msg.find("rank") != std::string::npos);
   mixcclResult_t async;
-  CHECK(mixcclCommGetAsyncError(comm, &async) == mixcclSuccess);
-  CHECK(async == mixcclRemoteError);
+  RANK_CHECK(mixcclCommGetAsyncError(comm, &async) == mixcclSuccess);
+  RANK_CHECK(async == mixcclRemoteError);
   // Later calls fail at once, too.
-  CHECK(mixcclAllReduce(buf.data(), buf.data(), 4, mixcclFloat, mixcclSum, comm, nullptr) !=
+  RANK_CHECK(mixcclAllReduce(buf.data(), buf.data(), 4, mixcclFloat, mixcclSum, comm, nullptr) !=
         mixcclSuccess);
   return 0;
 }
@@ -228,9 +221,9 @@ int stalledPeerRank(mixcclComm_t comm, int rank, int nranks, void*) {
   auto start = Clock::now();
   mixcclResult_t r = mixcclRecv(&v, 1, mixcclInt, 1, comm, nullptr);
   double took = secondsSince(start);
-  CHECK(r == mixcclTimeout);
-  CHECK(took >= 1.5 && took < 5.0);
-  CHECK(std::string(mixcclGetLastError(comm)).find("rank 1") != std::string::npos);
+  RANK_CHECK(r == mixcclTimeout);
+  RANK_CHECK(took >= 1.5 && took < 5.0);
+  RANK_CHECK(std::string(mixcclGetLastError(comm)).find("rank 1") != std::string::npos);
   return 0;
 }
 
@@ -255,8 +248,8 @@ int abortRank(mixcclComm_t comm, int rank, int nranks, void*) {
   mixcclResult_t r = mixcclRecv(&v, 1, mixcclInt, 1, comm, nullptr);
   double took = secondsSince(start);
   aborter.join();
-  CHECK(r != mixcclSuccess);
-  CHECK(took < 1.3);
+  RANK_CHECK(r != mixcclSuccess);
+  RANK_CHECK(took < 1.3);
   _exit(0);  // the communicator is gone; the harness must not destroy it again
 }
 
