@@ -1,0 +1,407 @@
+// The gloo adaptor: host memory, Gloo's TCP transport and Gloo's own collective algorithms.
+// Every datatype and op works because Gloo takes the reduction as a function: ours calls
+// mixccl's services->reduce (fp16/bf16/fp8 included).
+#include <gloo/allgather.h>
+#include <gloo/allreduce.h>
+#include <gloo/broadcast.h>
+#include <gloo/common/error.h>
+#include <gloo/reduce.h>
+#include <gloo/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gloo_mesh.h"
+#include "host_runtime.h"
+#include "plugin_support.h"
+
+using mixccl_plugin::setError;
+using mixccl_plugin::typeName;
+using mixccl_plugin::typeSize;
+
+namespace {
+
+constexpr const char* kPrefix = "gloo adaptor";
+// Slot prefixes of our own messages; Gloo's collectives use prefixes 0x01..0x08.
+constexpr uint8_t kP2pSlotPrefix = 0xA5;
+constexpr uint8_t kReduceScatterSlotPrefix = 0xA6;
+
+struct GlooComm : mixccl_plugin::CommBase {
+  std::shared_ptr<mixccl_gloo::MeshContext> ctx;
+  mixcclAdaptorServices_t services;
+  std::chrono::milliseconds timeout;
+  uint32_t nextTag = 0;                  // collectives: same sequence on every rank
+  std::map<int, uint32_t> sendSeq, recvSeq;  // p2p: per peer and direction, matched in order
+};
+
+GlooComm* asComm(void* comm) {
+  return static_cast<GlooComm*>(static_cast<mixccl_plugin::CommBase*>(comm));
+}
+
+struct P2pOp {
+  bool isSend;
+  void* buf;
+  size_t bytes;
+  int peer;
+  GlooComm* comm;
+};
+thread_local int tGroupDepth = 0;
+thread_local std::vector<P2pOp> tGroupOps;
+
+template <class Body>
+mixcclResult_t guarded(const char* what, Body&& body) {
+  // Gloo reports broken or timed-out connections as IoException: the peer's side.
+  return mixccl_plugin::guarded(kPrefix, what, mixcclRemoteError, std::forward<Body>(body));
+}
+
+// Calls fn with a value of the unsigned type of the datatype's size, so Gloo's templates get
+// the right element size whatever the mixccl datatype is.
+template <class Fn>
+void byElement(mixcclDataType_t type, Fn&& fn) {
+  switch (typeSize(type)) {
+    case 1: fn(uint8_t{}); break;
+    case 2: fn(uint16_t{}); break;
+    case 4: fn(uint32_t{}); break;
+    default: fn(uint64_t{}); break;
+  }
+}
+
+mixcclResult_t checkComm(void* comm, const char* what) {
+  if (comm == nullptr) return setError(mixcclInvalidArgument, kPrefix, "%s: comm is NULL", what);
+  if (asComm(comm)->aborted.load())
+    return setError(mixcclInvalidUsage, kPrefix, "%s: the communicator was aborted", what);
+  return mixcclSuccess;
+}
+
+mixcclResult_t checkType(mixcclDataType_t type, const char* what) {
+  if (typeSize(type) == 0)
+    return setError(mixcclInvalidArgument, kPrefix, "%s: datatype %d is invalid", what, type);
+  return mixcclSuccess;
+}
+
+mixcclResult_t checkOp(mixcclRedOp_t op, const char* what) {
+  if (op < mixcclSum || op > mixcclMin)
+    return setError(mixcclInvalidArgument, kPrefix,
+                    "%s: op %d is not supported (sum, prod, max, min; mixccl handles avg)", what,
+                    op);
+  return mixcclSuccess;
+}
+
+// Gloo's reduction callback: elementwise dst = a op b through mixccl's kernels.
+gloo::AllreduceOptions::Func reduceFn(const GlooComm* c, mixcclDataType_t type,
+                                      mixcclRedOp_t op) {
+  auto fn = c->services.reduce;
+  return [fn, type, op](void* dst, const void* a, const void* b, size_t n) {
+    fn(dst, a, b, n, type, op);
+  };
+}
+
+template <class T>
+T* mut(const void* p) {
+  return static_cast<T*>(const_cast<void*>(p));
+}
+
+// ---- init, runtime ----
+
+mixcclResult_t init() { return mixcclSuccess; }
+const char* lastError() { return mixccl_plugin::lastErrorString().c_str(); }
+
+int supports(const char* coll, mixcclDataType_t type, mixcclRedOp_t op) {
+  if (typeSize(type) == 0) return 0;
+  std::string c = coll ? coll : "";
+  if (c == "allgather" || c == "broadcast" || c == "sendrecv") return 1;
+  if (c == "allreduce" || c == "reducescatter" || c == "reduce")
+    return op >= mixcclSum && op <= mixcclMin;
+  return 0;
+}
+
+mixcclResult_t getUniqueId(void* id) {
+  // Gloo needs nothing beyond the address exchange in commInitRank.
+  std::memset(id, 0, MIXCCL_ADAPTOR_UNIQUE_ID_BYTES);
+  return mixcclSuccess;
+}
+
+mixcclResult_t commInitRank(void** comm, int nranks, const void*, int rank, int,
+                            const mixcclAdaptorServices_t* services) {
+  return guarded("commInitRank", [&] {
+    if (comm == nullptr || services == nullptr || services->allGather == nullptr ||
+        services->reduce == nullptr || nranks < 1 || rank < 0 || rank >= nranks)
+      return setError(mixcclInvalidArgument, kPrefix,
+                      "commInitRank: invalid arguments (nranks %d, rank %d)", nranks, rank);
+    auto c = std::make_unique<GlooComm>();
+    c->services = *services;
+    c->timeout = std::chrono::seconds(mixccl_plugin::timeoutSeconds());
+    c->ctx = std::make_shared<mixccl_gloo::MeshContext>(rank, nranks);
+    c->ctx->setTimeout(c->timeout);
+    c->ctx->connectFullMesh(mixccl_gloo::createTcpDevice(), c->services);
+    *comm = static_cast<mixccl_plugin::CommBase*>(c.release());
+    return mixcclSuccess;
+  });
+}
+
+mixcclResult_t commDestroy(void* comm) {
+  return guarded("commDestroy", [&] {
+    mixccl_plugin::releaseComm(static_cast<mixccl_plugin::CommBase*>(comm));
+    return mixcclSuccess;
+  });
+}
+
+mixcclResult_t commAbort(void* comm) {
+  return guarded("commAbort", [&] {
+    if (comm == nullptr) return mixcclSuccess;
+    GlooComm* c = asComm(comm);
+    // Closing the pairs makes every pending Gloo wait fail at once (in whichever thread);
+    // calls still inside hold their own reference, so the memory outlives them.
+    c->aborted = true;
+    c->ctx->closeConnections();
+    mixccl_plugin::releaseComm(c);
+    return mixcclSuccess;
+  });
+}
+
+// ---- collectives (Gloo's algorithms) ----
+
+mixcclResult_t allReduce(const void* sendbuf, void* recvbuf, size_t count,
+                         mixcclDataType_t type, mixcclRedOp_t op, void* comm, void*) {
+  MIXCCL_PLUGIN_CHECK(checkComm(comm, "allReduce"));
+  MIXCCL_PLUGIN_CHECK(checkType(type, "allReduce"));
+  MIXCCL_PLUGIN_CHECK(checkOp(op, "allReduce"));
+  if (count == 0) return mixcclSuccess;
+  mixccl_plugin::CommRef ref(comm);
+  GlooComm* c = ref.as<GlooComm>();
+  return guarded("allReduce", [&] {
+    gloo::AllreduceOptions opts(c->ctx);
+    byElement(type, [&](auto e) {
+      using T = decltype(e);
+      if (sendbuf != recvbuf) opts.setInput(mut<T>(sendbuf), count);
+      opts.setOutput(static_cast<T*>(recvbuf), count);
+    });
+    opts.setReduceFunction(reduceFn(c, type, op));
+    opts.setTag(c->nextTag++);
+    opts.setTimeout(c->timeout);
+    gloo::allreduce(opts);
+    return mixcclSuccess;
+  });
+}
+
+mixcclResult_t allGather(const void* sendbuf, void* recvbuf, size_t sendcount,
+                         mixcclDataType_t type, void* comm, void*) {
+  MIXCCL_PLUGIN_CHECK(checkComm(comm, "allGather"));
+  MIXCCL_PLUGIN_CHECK(checkType(type, "allGather"));
+  if (sendcount == 0) return mixcclSuccess;
+  mixccl_plugin::CommRef ref(comm);
+  GlooComm* c = ref.as<GlooComm>();
+  return guarded("allGather", [&] {
+    gloo::AllgatherOptions opts(c->ctx);
+    const size_t bytes = sendcount * typeSize(type);
+    const bool inPlace = sendbuf == static_cast<char*>(recvbuf) + c->ctx->rank * bytes;
+    byElement(type, [&](auto e) {
+      using T = decltype(e);
+      if (!inPlace) opts.setInput(mut<T>(sendbuf), sendcount);
+      opts.setOutput(static_cast<T*>(recvbuf), sendcount * c->ctx->size);
+    });
+    opts.setTag(c->nextTag++);
+    opts.setTimeout(c->timeout);
+    gloo::allgather(opts);
+    return mixcclSuccess;
+  });
+}
+
+// Gloo has no reduce-scatter that takes a reduction function (ReduceScatterHalvingDoubling
+// only knows its built-in types and sum/product/min/max), so this is a ring over Gloo's
+// unbound-buffer primitives: n-1 steps; at step s rank r forwards its partial sum of block
+// r-s-1 to r+1 and adds its own data to the partial of block r-s-2 arriving from r-1; after
+// the last step the partial it holds is the complete block r.
+mixcclResult_t reduceScatter(const void* sendbuf, void* recvbuf, size_t recvcount,
+                             mixcclDataType_t type, mixcclRedOp_t op, void* comm, void*) {
+  MIXCCL_PLUGIN_CHECK(checkComm(comm, "reduceScatter"));
+  MIXCCL_PLUGIN_CHECK(checkType(type, "reduceScatter"));
+  MIXCCL_PLUGIN_CHECK(checkOp(op, "reduceScatter"));
+  if (recvcount == 0) return mixcclSuccess;
+  mixccl_plugin::CommRef ref(comm);
+  GlooComm* c = ref.as<GlooComm>();
+  return guarded("reduceScatter", [&] {
+    const int n = c->ctx->size, r = c->ctx->rank;
+    const size_t bytes = recvcount * typeSize(type);
+    const char* in = static_cast<const char*>(sendbuf);
+    auto block = [&](int i) { return in + static_cast<size_t>((i % n + n) % n) * bytes; };
+    if (n == 1) {
+      std::memmove(recvbuf, in, bytes);
+      return mixcclSuccess;
+    }
+    const int right = (r + 1) % n, left = (r - 1 + n) % n;
+    // Two partial buffers: one being sent while the next arrives.
+    std::vector<char> part[2] = {std::vector<char>(bytes), std::vector<char>(bytes)};
+    const void* outgoing = block(r - 1);
+    for (int s = 0; s < n - 1; ++s) {
+      uint64_t slot = gloo::Slot::build(kReduceScatterSlotPrefix, c->nextTag++);
+      auto sendBuf = c->ctx->createUnboundBuffer(const_cast<void*>(outgoing), bytes);
+      auto recvBuf = c->ctx->createUnboundBuffer(part[s % 2].data(), bytes);
+      recvBuf->recv(left, slot);
+      sendBuf->send(right, slot);
+      recvBuf->waitRecv(c->timeout);
+      sendBuf->waitSend(c->timeout);
+      char* partial = part[s % 2].data();
+      void* dst = (s == n - 2) ? recvbuf : partial;
+      c->services.reduce(dst, partial, block(r - s - 2), recvcount, type, op);
+      outgoing = partial;
+    }
+    return mixcclSuccess;
+  });
+}
+
+mixcclResult_t broadcast(const void* sendbuf, void* recvbuf, size_t count, mixcclDataType_t type,
+                         int root, void* comm, void*) {
+  MIXCCL_PLUGIN_CHECK(checkComm(comm, "broadcast"));
+  MIXCCL_PLUGIN_CHECK(checkType(type, "broadcast"));
+  if (count == 0) return mixcclSuccess;
+  mixccl_plugin::CommRef ref(comm);
+  GlooComm* c = ref.as<GlooComm>();
+  return guarded("broadcast", [&] {
+    gloo::BroadcastOptions opts(c->ctx);
+    byElement(type, [&](auto e) {
+      using T = decltype(e);
+      if (c->ctx->rank == root && sendbuf != recvbuf) opts.setInput(mut<T>(sendbuf), count);
+      opts.setOutput(static_cast<T*>(recvbuf), count);
+    });
+    opts.setRoot(root);
+    opts.setTag(c->nextTag++);
+    opts.setTimeout(c->timeout);
+    gloo::broadcast(opts);
+    return mixcclSuccess;
+  });
+}
+
+mixcclResult_t reduce(const void* sendbuf, void* recvbuf, size_t count, mixcclDataType_t type,
+                      mixcclRedOp_t op, int root, void* comm, void*) {
+  MIXCCL_PLUGIN_CHECK(checkComm(comm, "reduce"));
+  MIXCCL_PLUGIN_CHECK(checkType(type, "reduce"));
+  MIXCCL_PLUGIN_CHECK(checkOp(op, "reduce"));
+  if (count == 0) return mixcclSuccess;
+  mixccl_plugin::CommRef ref(comm);
+  GlooComm* c = ref.as<GlooComm>();
+  return guarded("reduce", [&] {
+    const size_t bytes = count * typeSize(type);
+    // Gloo uses the output as scratch on every rank; recvbuf only matters on the root, so
+    // the other ranks reduce in a buffer of their own and never write the caller's.
+    std::vector<char> scratch;
+    void* out = recvbuf;
+    if (c->ctx->rank != root) {
+      scratch.assign(static_cast<const char*>(sendbuf), static_cast<const char*>(sendbuf) + bytes);
+      out = scratch.data();
+    }
+    gloo::ReduceOptions opts(c->ctx);
+    byElement(type, [&](auto e) {
+      using T = decltype(e);
+      if (out != sendbuf && c->ctx->rank == root) opts.setInput(mut<T>(sendbuf), count);
+      opts.setOutput(static_cast<T*>(out), count);
+    });
+    opts.setRoot(root);
+    opts.setReduceFunction(reduceFn(c, type, op));
+    opts.setTag(c->nextTag++);
+    opts.setTimeout(c->timeout);
+    gloo::reduce(opts);
+    return mixcclSuccess;
+  });
+}
+
+// ---- point to point ----
+
+// Posts every op, then waits for all of them: a group's sends and receives progress together.
+mixcclResult_t runP2p(const std::vector<P2pOp>& ops) {
+  return guarded("send/recv", [&] {
+    std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>> bufs;
+    std::vector<const P2pOp*> posted;
+    for (const auto& op : ops) {
+      if (op.bytes == 0) continue;  // both sides skip it, so sequence numbers stay aligned
+      GlooComm* c = op.comm;
+      uint32_t seq = op.isSend ? c->sendSeq[op.peer]++ : c->recvSeq[op.peer]++;
+      uint64_t slot = gloo::Slot::build(kP2pSlotPrefix, seq);
+      bufs.push_back(c->ctx->createUnboundBuffer(op.buf, op.bytes));
+      posted.push_back(&op);
+      if (op.isSend) bufs.back()->send(op.peer, slot);
+      else bufs.back()->recv(op.peer, slot);
+    }
+    for (size_t i = 0; i < bufs.size(); ++i) {
+      if (posted[i]->isSend) bufs[i]->waitSend(posted[i]->comm->timeout);
+      else bufs[i]->waitRecv(posted[i]->comm->timeout);
+    }
+    return mixcclSuccess;
+  });
+}
+
+mixcclResult_t p2p(bool isSend, const void* buf, size_t count, mixcclDataType_t type, int peer,
+                   void* comm) {
+  const char* what = isSend ? "send" : "recv";
+  MIXCCL_PLUGIN_CHECK(checkComm(comm, what));
+  MIXCCL_PLUGIN_CHECK(checkType(type, what));
+  mixccl_plugin::CommRef ref(comm);
+  GlooComm* c = ref.as<GlooComm>();
+  if (peer < 0 || peer >= c->ctx->size || peer == c->ctx->rank)
+    return setError(mixcclInvalidArgument, kPrefix, "%s: peer %d is not another rank of %d",
+                    what, peer, c->ctx->size);
+  P2pOp op{isSend, const_cast<void*>(buf), count * typeSize(type), peer, c};
+  if (tGroupDepth > 0) {
+    tGroupOps.push_back(op);
+    return mixcclSuccess;
+  }
+  return runP2p({op});
+}
+
+mixcclResult_t send(const void* sendbuf, size_t count, mixcclDataType_t type, int peer,
+                    void* comm, void*) {
+  return p2p(true, sendbuf, count, type, peer, comm);
+}
+mixcclResult_t recv(void* recvbuf, size_t count, mixcclDataType_t type, int peer, void* comm,
+                    void*) {
+  return p2p(false, recvbuf, count, type, peer, comm);
+}
+
+mixcclResult_t groupStart() {
+  ++tGroupDepth;
+  return mixcclSuccess;
+}
+mixcclResult_t groupEnd() {
+  if (tGroupDepth == 0)
+    return setError(mixcclInvalidUsage, kPrefix, "groupEnd without groupStart");
+  if (--tGroupDepth > 0) return mixcclSuccess;
+  std::vector<P2pOp> ops;
+  ops.swap(tGroupOps);
+  return runP2p(ops);
+}
+
+mixcclAdaptor_v1_t makeTable() {
+  mixcclAdaptor_v1_t t;
+  std::memset(&t, 0, sizeof t);
+  t.abiVersion = MIXCCL_ADAPTOR_ABI_VERSION;
+  t.name = "gloo";
+  t.memoryKind = MIXCCL_ADAPTOR_HOST_MEMORY;
+  t.init = init;
+  t.lastError = lastError;
+  MIXCCL_HOST_RUNTIME_ENTRIES(t);
+  t.supports = supports;
+  t.getUniqueId = getUniqueId;
+  t.commInitRank = commInitRank;
+  t.commDestroy = commDestroy;
+  t.commAbort = commAbort;
+  t.allReduce = allReduce;
+  t.allGather = allGather;
+  t.reduceScatter = reduceScatter;
+  t.broadcast = broadcast;
+  t.reduce = reduce;
+  t.send = send;
+  t.recv = recv;
+  t.groupStart = groupStart;
+  t.groupEnd = groupEnd;
+  return t;
+}
+
+}  // namespace
+
+MIXCCL_EXPORT_ADAPTOR;
+const mixcclAdaptor_v1_t mixcclAdaptor_v1 = makeTable();
