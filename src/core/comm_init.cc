@@ -14,6 +14,7 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "transport/shm_transport.h"
 #include "transport/socket_mesh.h"
 
 std::string mixcclComm::peerName(int r) const { return mixccl::describePeer(peers, r); }
@@ -51,6 +52,37 @@ class ListenerRegistration {
   Comm* comm_;
 };
 
+// Transport per pair of ranks: shared memory between ranks of one host (same hostHash) unless
+// MIXCCL_SHM_DISABLE=1 or MIXCCL_NET=socket; sockets otherwise. Logs the choice (INFO).
+Result connectShm(Comm* comm, const UniqueIdData& id, const std::vector<std::vector<Socket>>& conns,
+                  const Deadline& deadline, std::vector<std::unique_ptr<ShmLink>>* shm) {
+  ShmParams sp;
+  sp.rank = comm->rank;
+  sp.nranks = comm->nranks;
+  sp.commHash = id.commHash;
+  sp.ringBytes = env().shmBytes;
+  sp.cma = env().shmCma;
+  sp.cmaThreshold = env().shmCmaThreshold;
+  const char* off = env().shmDisable ? "MIXCCL_SHM_DISABLE=1"
+                    : env().net == "socket" ? "MIXCCL_NET=socket" : nullptr;
+  MIXCCL_CHECK(setupShmLinks(sp, comm->peers, shmCandidates(sp, comm->peers), off == nullptr,
+                             conns, deadline, shm));
+  for (int r = 0; r < comm->nranks; ++r) {
+    if (r == comm->rank) continue;
+    const ShmLink* l = (*shm)[r].get();
+    if (l)
+      INFO(kLogInit | kLogNet, "rank %d: transport to %s: shm (ring %llu KiB, cross-memory attach %s)",
+           comm->rank, comm->peerName(r).c_str(), (unsigned long long)(l->out.capacity() >> 10),
+           l->cmaSend ? "on" : "off");
+    else
+      INFO(kLogInit | kLogNet, "rank %d: transport to %s: socket (%zu connection%s%s%s)", comm->rank,
+           comm->peerName(r).c_str(), conns[r].size(), conns[r].size() == 1 ? "" : "s",
+           comm->peers[r].hostHash == comm->peers[comm->rank].hostHash && off ? ", same host, " : "",
+           comm->peers[r].hostHash == comm->peers[comm->rank].hostHash && off ? off : "");
+  }
+  return mixcclSuccess;
+}
+
 // Rendezvous, connections, proxy: everything after the fields of comm are set.
 Result connectComm(Comm* comm, const UniqueIdData& id) {
   const int rank = comm->rank, nranks = comm->nranks;
@@ -84,13 +116,16 @@ Result connectComm(Comm* comm, const UniqueIdData& id) {
   if (comm->initCancel.load())
     return raiseError(mixcclInvalidUsage, "rank %d: initialisation aborted", rank);
 
+  std::vector<std::unique_ptr<ShmLink>> shm;
+  MIXCCL_CHECK(connectShm(comm, id, conns, deadline, &shm));
+
   ProxyParams pp;
   pp.rank = rank;
   pp.nranks = nranks;
   pp.frameBytes = env().socketFrameBytes;
   pp.spinUs = env().spinUs;
   for (int r = 0; r < nranks; ++r) pp.peerNames.push_back(comm->peerName(r));
-  std::unique_ptr<Proxy> proxy(new Proxy(pp, std::move(conns)));
+  std::unique_ptr<Proxy> proxy(new Proxy(pp, std::move(conns), std::move(shm)));
   MIXCCL_CHECK(proxy->start());
   comm->proxy = std::move(proxy);
   MIXCCL_CHECK(exchangeTopology(comm, iface.name));

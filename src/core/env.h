@@ -24,6 +24,13 @@ struct EnvParams {
   std::string net;            // MIXCCL_NET
   std::string topoDumpFile;   // MIXCCL_TOPO_DUMP_FILE: write the job topology as JSON at init
   bool checkMismatch;         // MIXCCL_CHECK_MISMATCH: compare every collective across ranks
+  std::string pluginPath;     // MIXCCL_PLUGIN_PATH: folders searched for adaptor plugins
+  std::string domainSplit;    // MIXCCL_DOMAIN_SPLIT: artificial domains of a homogeneous job
+  size_t hierPieceBytes;      // MIXCCL_HIER_PIECE_BYTES: pipelining unit across domains
+  bool shmDisable;            // MIXCCL_SHM_DISABLE: same-host peers use the network transport
+  size_t shmBytes;            // MIXCCL_SHM_BYTES: ring of each shared-memory segment
+  bool shmCma;                // MIXCCL_SHM_CMA: 0 turns cross-memory attach off
+  size_t shmCmaThreshold;     // MIXCCL_SHM_CMA_THRESHOLD: messages from this size use it
 };
 
 // Parsed once; invalid numbers fall back to the default with a warning.

@@ -30,6 +30,8 @@ constexpr size_t kMinFrameBytes = 64 << 10;
 constexpr uint64_t kEventFdTag = UINT64_MAX;
 // Read-ahead buffer per connection: frames with payloads below half of it cost one read.
 constexpr size_t kStageBytes = 16 << 10;
+// Largest frame in a shared-memory ring: the ring is a byte stream, frames only need to be few.
+constexpr size_t kShmFrameBytes = 16 << 20;
 
 struct Proxy::SockState {
   int fd = -1;
@@ -52,6 +54,19 @@ struct Proxy::SockState {
   ProxyOp* recvOp = nullptr;
   size_t recvBodyDone = 0;
   bool paused = false;     // holds a header for a receive that is not posted yet
+  // Shared-memory peer: the frames travel through shm's rings; fd is the control connection
+  // (goodbyes, failure notices, doorbells) and tells of the peer's death.
+  ShmLink* shm = nullptr;
+  bool sendIsCma = false;        // the frame being written carries sendDesc
+  CmaDescriptor sendDesc{};
+  std::deque<ProxyOp*> cmaSends; // descriptors written, waiting for the peer's cmaDone
+  uint64_t cmaAcked = 0;         // cmaDone counted so far
+  bool recvIsCma = false;        // the frame being read is a descriptor (into recvDesc)
+  CmaDescriptor recvDesc{};
+  FrameHeader ctrlHdr{};         // control frame being read
+  size_t ctrlDone = 0;
+  bool ctrlBye = false;          // the peer said goodbye on the control connection
+  std::string ctrlOut;           // control bytes not yet written
 };
 
 struct Proxy::PeerState {
@@ -59,6 +74,7 @@ struct Proxy::PeerState {
   std::vector<SockState> socks;
   std::deque<ProxyOp*> sendQueue;  // sends with bytes not yet cut into frames, in seq order
   std::deque<ProxyOp*> recvSlots;  // posted receives by seq from recvBase; nullptr = finished
+  std::unique_ptr<ShmLink> shm;    // same-host peer through shared memory (socks[0] uses it)
   uint32_t nextSendSeq = 0;
   uint32_t nextRecvSeq = 0;
   uint32_t recvBase = 0;
@@ -66,7 +82,8 @@ struct Proxy::PeerState {
   bool left = false;               // said goodbye on every connection
 };
 
-Proxy::Proxy(const ProxyParams& params, std::vector<std::vector<Socket>> conns)
+Proxy::Proxy(const ProxyParams& params, std::vector<std::vector<Socket>> conns,
+             std::vector<std::unique_ptr<ShmLink>> shm)
     : params_(params), peers_(params.nranks) {
   for (int p = 0; p < params.nranks; ++p) {
     PeerState& ps = peers_[p];
@@ -76,6 +93,11 @@ Proxy::Proxy(const ProxyParams& params, std::vector<std::vector<Socket>> conns)
       ps.socks[i].fd = ps.sockets[i].fd();
       ps.socks[i].peer = p;
       ps.socks[i].stage.resize(kStageBytes);
+    }
+    if ((size_t)p < shm.size() && shm[p] && !ps.socks.empty()) {
+      ps.shm = std::move(shm[p]);
+      ps.socks[0].shm = ps.shm.get();
+      shmSocks_.push_back(&ps.socks[0]);
     }
   }
   for (PeerState& ps : peers_)
@@ -120,6 +142,14 @@ Result Proxy::start() {
   started_ = true;  // before the thread exists: fail() on that thread reads it
   thread_ = std::thread([this] { run(); });
   return mixcclSuccess;
+}
+
+void Proxy::runOnProgressThread(std::function<void()> fn) {
+  {
+    std::lock_guard<std::mutex> lock(tasksMutex_);
+    tasks_.push_back(std::move(fn));
+  }
+  if (started_) wake();
 }
 
 void Proxy::wake() {
@@ -221,6 +251,13 @@ void Proxy::shutdownGracefully() {
     for (size_t i = 0; i < ps.sockets.size(); ++i) {
       // Only a connection with no half-written frame can carry a clean goodbye.
       if (ps.socks[i].sendOp) continue;
+      if (ps.socks[i].shm) {
+        // The ring's end comes after its last frame; the control goodbye stops the peer from
+        // reading the connection's end as a crash.
+        ps.socks[i].shm->out.header()->closed.store(1, std::memory_order_seq_cst);
+        sendControl(ps.socks[i], kFrameFlagBye, 0, false);
+        continue;
+      }
       // Best effort and silent: a peer that already left needs no goodbye.
       ssize_t rc = send(ps.sockets[i].fd(), &bye, sizeof(bye), MSG_NOSIGNAL | MSG_DONTWAIT);
       (void)rc;
@@ -287,7 +324,7 @@ void Proxy::drainIncoming() {
     for (SockState& s : peers_[p].socks) {
       if (!s.paused) continue;
       s.paused = false;
-      setReadInterest(s, true);
+      if (!s.shm) setReadInterest(s, true);
       if (matchFrame(s)) pumpRecv(s);
     }
   }
@@ -298,10 +335,27 @@ void Proxy::drainIncoming() {
 bool Proxy::assignFrame(SockState& s) {
   PeerState& ps = peers_[s.peer];
   if (ps.sendQueue.empty()) return false;
+  // A shared-memory peer's other connections (MIXCCL_NSOCKS_PERPEER) carry no data.
+  if (ps.shm && !s.shm) return false;
   ProxyOp* op = ps.sendQueue.front();
-  size_t nsocks = ps.socks.size();
+  if (s.shm && s.shm->cmaSend && op->assigned == 0 && op->bytes >= s.shm->cmaThreshold) {
+    // Large message: the receiver copies it straight from our memory (one copy).
+    s.sendHdr = FrameHeader{kFrameMagic, op->seq, op->bytes, 0, (uint32_t)sizeof(CmaDescriptor),
+                            kFrameFlagCma};
+    s.sendDesc = CmaDescriptor{(uint64_t)(uintptr_t)op->buf, op->bytes};
+    s.sendIsCma = true;
+    s.sendOp = op;
+    s.sendHdrDone = 0;
+    s.sendBodyDone = 0;
+    op->assigned = op->bytes;
+    op->headerSent = true;
+    ps.sendQueue.pop_front();
+    return true;
+  }
+  size_t nsocks = ps.shm ? 1 : ps.socks.size();
   size_t share = (op->bytes + nsocks - 1) / nsocks;
-  size_t frame = std::min(params_.frameBytes, std::max(kMinFrameBytes, share));
+  size_t frame = s.shm ? kShmFrameBytes
+                       : std::min(params_.frameBytes, std::max(kMinFrameBytes, share));
   size_t len = std::min(frame, op->bytes - op->assigned);
   s.sendHdr = FrameHeader{kFrameMagic, op->seq, op->bytes, op->assigned, (uint32_t)len, 0};
   s.sendOp = op;
@@ -328,17 +382,16 @@ void Proxy::pumpSend(SockState& s) {
     }
     size_t bodyLeft = s.sendHdr.length - s.sendBodyDone;
     if (bodyLeft > 0) {
-      iov[n].iov_base = s.sendOp->buf + s.sendHdr.offset + s.sendBodyDone;
+      iov[n].iov_base = s.sendIsCma ? reinterpret_cast<char*>(&s.sendDesc) + s.sendBodyDone
+                                    : s.sendOp->buf + s.sendHdr.offset + s.sendBodyDone;
       iov[n].iov_len = bodyLeft;
       ++n;
     }
-    msghdr msg{};
-    msg.msg_iov = iov;
-    msg.msg_iovlen = n;
-    ssize_t k = n ? sendmsg(s.fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) : 0;
+    ssize_t k = n ? streamSend(s, iov, n) : 0;
     if (k < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        setWriteInterest(s, true);
+        // A full ring has no fd to wait on: progressOnce polls it (and sleeps on its doorbell).
+        if (!s.shm) setWriteInterest(s, true);
         return;
       }
       if (errno == EINTR) continue;
@@ -351,6 +404,12 @@ void Proxy::pumpSend(SockState& s) {
     if (s.sendHdrDone == sizeof(FrameHeader) && s.sendBodyDone == s.sendHdr.length) {
       ProxyOp* op = s.sendOp;
       s.sendOp = nullptr;
+      if (s.sendIsCma) {
+        // Finished when the receiver says it has copied the message (cmaDone).
+        s.sendIsCma = false;
+        s.cmaSends.push_back(op);
+        continue;
+      }
       op->done += s.sendHdr.length;
       if (op->done == op->bytes && op->assigned == op->bytes && op->headerSent)
         finishOp(op, ProxyOp::Done, mixcclSuccess);
@@ -367,12 +426,15 @@ bool Proxy::matchFrame(SockState& s) {
   uint32_t idx = h.seq - ps.recvBase;
   if (h.magic == kFrameMagic && idx >= ps.recvSlots.size() && idx < (1u << 31)) {
     s.paused = true;
-    setReadInterest(s, false);
+    if (!s.shm) setReadInterest(s, false);  // a ring pauses by not being read
     return false;
   }
   ProxyOp* op = (h.magic == kFrameMagic && idx < ps.recvSlots.size()) ? ps.recvSlots[idx] : nullptr;
-  FrameCheck check = op ? validateFrame(h, op->bytes, op->done, op->knownTotal)
-                        : (h.magic == kFrameMagic ? FrameCheck::OutOfBounds : FrameCheck::BadMagic);
+  // Descriptors only where this rank can read the peer's memory; anywhere else, bad flags.
+  bool cma = s.shm && s.shm->cmaRecv && h.flags == kFrameFlagCma;
+  FrameCheck check = !op ? (h.magic == kFrameMagic ? FrameCheck::OutOfBounds : FrameCheck::BadMagic)
+                     : cma ? validateCmaFrame(h, op->bytes, op->done, op->knownTotal)
+                           : validateFrame(h, op->bytes, op->done, op->knownTotal);
   if (check != FrameCheck::Ok) {
     std::string detail = std::string("sent an invalid frame: ") + frameCheckName(check);
     if (op && check == FrameCheck::SizeMismatch)
@@ -384,6 +446,7 @@ bool Proxy::matchFrame(SockState& s) {
   }
   op->knownTotal = h.total;
   s.recvOp = op;
+  s.recvIsCma = cma;
   s.recvBodyDone = 0;
   return true;
 }
@@ -405,13 +468,17 @@ bool Proxy::fillStage(SockState& s, size_t want) {
   }
   size_t room = std::min(want, s.stage.size() - s.stageEnd);
   for (;;) {
-    ssize_t k = recv(s.fd, s.stage.data() + s.stageEnd, room, MSG_DONTWAIT);
+    ssize_t k = streamRecv(s, s.stage.data() + s.stageEnd, room);
     if (k > 0) {
       s.stageEnd += (size_t)k;
       return true;
     }
     if (k < 0 && errno == EINTR) continue;
     if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
+    if (k == 0 && s.shm && !s.recvOp && s.stageBegin == s.stageEnd) {
+      handleBye(s);  // the ring ended cleanly between frames
+      return false;
+    }
     peerFailed(s.peer, k == 0 ? "it closed the connection (process ended or crashed)"
                               : std::string("receive failed: ") + strerror(errno));
     return false;
@@ -455,13 +522,14 @@ void Proxy::pumpRecv(SockState& s) {
         return;
       }
       if (s.recvHdr.magic == kFrameMagic && s.recvHdr.flags == kFrameFlagPeerFailed) {
-        handlePeerFailedNotice(s);
+        handlePeerFailedNotice(s.peer, s.recvHdr.seq);
         return;
       }
       if (!matchFrame(s)) return;
     }
     ProxyOp* op = s.recvOp;
-    char* dst = op->buf + s.recvHdr.offset + s.recvBodyDone;
+    char* dst = s.recvIsCma ? reinterpret_cast<char*>(&s.recvDesc) + s.recvBodyDone
+                            : op->buf + s.recvHdr.offset + s.recvBodyDone;
     size_t left = s.recvHdr.length - s.recvBodyDone;
     size_t staged = s.stageEnd - s.stageBegin;
     if (left > 0 && staged > 0) {
@@ -476,7 +544,7 @@ void Proxy::pumpRecv(SockState& s) {
       continue;
     }
     if (left > 0) {
-      ssize_t k = recv(s.fd, dst, left, MSG_DONTWAIT);
+      ssize_t k = streamRecv(s, dst, left);
       if (k <= 0) {
         if (k < 0 && errno == EINTR) continue;
         if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
@@ -489,7 +557,12 @@ void Proxy::pumpRecv(SockState& s) {
     }
     s.recvOp = nullptr;
     s.lastFrameBytes = s.recvHdr.length;
-    op->done += s.recvHdr.length;
+    if (s.recvIsCma) {
+      s.recvIsCma = false;
+      if (!finishCmaRecv(s, op)) return;
+    } else {
+      op->done += s.recvHdr.length;
+    }
     if (op->done == op->knownTotal) {
       PeerState& ps = peers_[s.peer];
       ps.recvSlots[op->seq - ps.recvBase] = nullptr;
@@ -504,14 +577,13 @@ void Proxy::pumpRecv(SockState& s) {
   }
 }
 
-void Proxy::handlePeerFailedNotice(SockState& s) {
-  uint32_t who = s.recvHdr.seq;
+void Proxy::handlePeerFailedNotice(int from, uint32_t who) {
   std::string culprit = who < (uint32_t)params_.nranks && (int)who != params_.rank
                             ? params_.peerNames[who]
-                            : params_.peerNames[s.peer];
-  if (failure_.load() == mixcclSuccess) culprit_ = who < (uint32_t)params_.nranks ? (int)who : s.peer;
+                            : params_.peerNames[from];
+  if (failure_.load() == mixcclSuccess) culprit_ = who < (uint32_t)params_.nranks ? (int)who : from;
   fail(mixcclRemoteError, "rank " + std::to_string(params_.rank) + ": " + culprit +
-                              " failed (reported by " + params_.peerNames[s.peer] + ")");
+                              " failed (reported by " + params_.peerNames[from] + ")");
 }
 
 // Tells every peer which rank caused the failure, on connections that are between frames.
@@ -522,11 +594,169 @@ void Proxy::sendPeerFailedNotices() {
     if (p == culprit_) continue;
     PeerState& ps = peers_[p];
     for (size_t i = 0; i < ps.socks.size(); ++i) {
+      if (ps.socks[i].shm) {
+        sendControl(ps.socks[i], kFrameFlagPeerFailed, who, false);
+        continue;
+      }
       if (ps.socks[i].sendOp) continue;
       ssize_t rc = send(ps.socks[i].fd, &notice, sizeof(notice), MSG_NOSIGNAL | MSG_DONTWAIT);
       (void)rc;  // best effort: the cut that follows is the signal that always arrives
     }
   }
+}
+
+// ---- The shared-memory path -----------------------------------------------------------------
+
+// Writes into the socket or the ring; -1 with EAGAIN when nothing fits.
+ssize_t Proxy::streamSend(SockState& s, const iovec* iov, int n) {
+  if (!s.shm) {
+    msghdr msg{};
+    msg.msg_iov = const_cast<iovec*>(iov);
+    msg.msg_iovlen = n;
+    return sendmsg(s.fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+  }
+  size_t k = s.shm->out.writev(iov, n);
+  if (k == 0) {
+    errno = EAGAIN;
+    return -1;
+  }
+  ++shmMoved_;
+  shmBytes_.fetch_add(k, std::memory_order_relaxed);
+  notifyPeer(s, s.shm->out.header()->consumerSleeping);
+  return (ssize_t)k;
+}
+
+// Reads from the socket or the ring; -1 with EAGAIN when nothing is there, 0 at the end (a
+// ring ends when its producer closed it and it is empty).
+ssize_t Proxy::streamRecv(SockState& s, void* buf, size_t n) {
+  if (!s.shm) return recv(s.fd, buf, n, MSG_DONTWAIT);
+  ShmRing& ring = s.shm->in;
+  size_t k = ring.read(buf, n);
+  if (k == 0) {
+    if (ring.header()->closed.load(std::memory_order_acquire) == 0) {
+      errno = EAGAIN;
+      return -1;
+    }
+    k = ring.read(buf, n);  // bytes published before the close
+    if (k == 0) return 0;
+  }
+  ++shmMoved_;
+  shmBytes_.fetch_add(k, std::memory_order_relaxed);
+  notifyPeer(s, ring.header()->producerSleeping);
+  return (ssize_t)k;
+}
+
+// The peer said (flag in the shared header) it is about to sleep: wake it with one doorbell.
+void Proxy::notifyPeer(SockState& s, std::atomic<uint32_t>& sleeping) {
+  if (sleeping.load(std::memory_order_seq_cst) == 0) return;
+  if (sleeping.exchange(0, std::memory_order_seq_cst) == 0) return;
+  sendControl(s, kFrameFlagDoorbell, 0, true);
+}
+
+void Proxy::flushControl(SockState& s) {
+  while (!s.ctrlOut.empty()) {
+    ssize_t k = send(s.fd, s.ctrlOut.data(), s.ctrlOut.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return;  // full (retried on the next round) or dead (the read side tells)
+    s.ctrlOut.erase(0, (size_t)k);
+  }
+}
+
+// Writes one control frame, never blocking. A doorbell is dropped while control bytes are
+// still queued: the queued bytes wake the peer just as well.
+void Proxy::sendControl(SockState& s, uint32_t flags, uint32_t seq, bool droppable) {
+  flushControl(s);
+  if (!s.ctrlOut.empty() && droppable) return;
+  FrameHeader h{kFrameMagic, seq, 0, 0, 0, flags};
+  s.ctrlOut.append(reinterpret_cast<const char*>(&h), sizeof(h));
+  flushControl(s);
+}
+
+// The control connection of a shared-memory peer: doorbells, goodbye, failure notices, end.
+void Proxy::pumpControl(SockState& s) {
+  while (failure_.load() == mixcclSuccess && !s.ctrlBye && !s.byeReceived) {
+    ssize_t k = recv(s.fd, reinterpret_cast<char*>(&s.ctrlHdr) + s.ctrlDone,
+                     sizeof(FrameHeader) - s.ctrlDone, MSG_DONTWAIT);
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (k <= 0) {
+      peerFailed(s.peer, k == 0 ? "it closed the connection (process ended or crashed)"
+                                : std::string("receive failed: ") + strerror(errno));
+      return;
+    }
+    s.ctrlDone += (size_t)k;
+    if (s.ctrlDone < sizeof(FrameHeader)) continue;
+    s.ctrlDone = 0;
+    const FrameHeader& h = s.ctrlHdr;
+    if (h.magic == kFrameMagic && h.flags == kFrameFlagDoorbell) continue;
+    if (h.magic == kFrameMagic && h.flags == kFrameFlagBye) {
+      // The ring is closed too: its end (after the frames still in it) completes the goodbye.
+      // The connection's own end, which follows, is no longer watched.
+      s.ctrlBye = true;
+      setReadInterest(s, false);
+      pumpRecv(s);
+      return;
+    }
+    if (h.magic == kFrameMagic && h.flags == kFrameFlagPeerFailed) {
+      handlePeerFailedNotice(s.peer, h.seq);
+      return;
+    }
+    fail(mixcclRemoteError, "rank " + std::to_string(params_.rank) + ": " +
+                                params_.peerNames[s.peer] +
+                                " sent an invalid frame on its control connection");
+    return;
+  }
+}
+
+// Sends whose descriptors the peer has copied are finished.
+void Proxy::pumpCmaDone(SockState& s) {
+  uint64_t done = s.shm->out.header()->cmaDone.load(std::memory_order_acquire);
+  if (done == s.cmaAcked) return;
+  if (done - s.cmaAcked > s.cmaSends.size()) {
+    fail(mixcclRemoteError, "rank " + std::to_string(params_.rank) + ": " +
+                                params_.peerNames[s.peer] +
+                                " acknowledged more shared-memory transfers than were sent");
+    return;
+  }
+  while (s.cmaAcked < done) {
+    ProxyOp* op = s.cmaSends.front();
+    s.cmaSends.pop_front();
+    ++s.cmaAcked;
+    op->done = op->bytes;
+    finishOp(op, ProxyOp::Done, mixcclSuccess);
+  }
+  ++shmMoved_;
+}
+
+// The descriptor of a large message is in: check it, copy the message from the sender's
+// memory into the posted receive (our length bound), and tell the sender.
+bool Proxy::finishCmaRecv(SockState& s, ProxyOp* op) {
+  if (!validCmaDescriptor(s.recvDesc, op->bytes)) {
+    fail(mixcclRemoteError, "rank " + std::to_string(params_.rank) + ": " +
+                                params_.peerNames[s.peer] +
+                                " sent an invalid cross-memory descriptor");
+    return false;
+  }
+  int err = cmaRead(s.shm->peerPid, s.recvDesc, op->buf);
+  if (err != 0) {
+    peerFailed(s.peer, std::string("cross-memory read (process_vm_readv) failed: ") + strerror(err));
+    return false;
+  }
+  op->done = op->bytes;
+  shmBytes_.fetch_add(op->bytes, std::memory_order_relaxed);
+  ++shmMoved_;
+  s.shm->in.header()->cmaDone.fetch_add(1, std::memory_order_seq_cst);
+  notifyPeer(s, s.shm->in.header()->producerSleeping);
+  return true;
+}
+
+// One look at a shared-memory peer: control bytes out, finished copies, ring in, ring out.
+void Proxy::pumpShm(SockState& s) {
+  if (failure_.load() != mixcclSuccess) return;
+  flushControl(s);
+  pumpCmaDone(s);
+  pumpRecv(s);
+  pumpSend(s);
 }
 
 void Proxy::failEverything() {
@@ -540,6 +770,8 @@ void Proxy::failEverything() {
     for (SockState& s : ps.socks) {
       s.sendOp = nullptr;
       s.recvOp = nullptr;
+      s.sendIsCma = s.recvIsCma = false;
+      s.cmaSends.clear();
       setReadInterest(s, false);
       setWriteInterest(s, false);
     }
@@ -555,10 +787,34 @@ void Proxy::progressOnce(int timeoutMs, const ProxyOp* waitingFor) {
     failedHandled_ = true;
   }
   if (failedHandled_) drainIncoming();  // posts after the failure end at once
+  for (SockState* s : shmSocks_) pumpShm(*s);
   // Starting the new sends may already have finished the awaited op: then do not block.
   if (waitingFor && waitingFor->stateNow() != ProxyOp::Pending) timeoutMs = 0;
+  // Rings have no fd: before blocking, say so in each ring this rank waits on, then look once
+  // more (the peer checks the flag after publishing and rings the doorbell on the control
+  // connection, which epoll does see). seq_cst on both sides: no wake-up is lost.
+  bool armed = false;
+  if (timeoutMs > 0 && !shmSocks_.empty() && !failedHandled_) {
+    armed = true;
+    uint64_t before = shmMoved_;
+    for (SockState* s : shmSocks_) {
+      PeerState& ps = peers_[s->peer];
+      if (!s->byeReceived) s->shm->in.header()->consumerSleeping.store(1, std::memory_order_seq_cst);
+      if (s->sendOp || !ps.sendQueue.empty() || !s->cmaSends.empty())
+        s->shm->out.header()->producerSleeping.store(1, std::memory_order_seq_cst);
+    }
+    for (SockState* s : shmSocks_) pumpShm(*s);
+    if (shmMoved_ != before || (waitingFor && waitingFor->stateNow() != ProxyOp::Pending) ||
+        failure_.load() != mixcclSuccess)
+      timeoutMs = 0;
+  }
   epoll_event events[64];
   int n = epoll_wait(epollFd_, events, 64, timeoutMs);
+  if (armed)
+    for (SockState* s : shmSocks_) {
+      s->shm->in.header()->consumerSleeping.store(0, std::memory_order_relaxed);
+      s->shm->out.header()->producerSleeping.store(0, std::memory_order_relaxed);
+    }
   for (int i = 0; i < n; ++i) {
     if (events[i].data.u64 == kEventFdTag) {
       uint64_t v;
@@ -567,6 +823,11 @@ void Proxy::progressOnce(int timeoutMs, const ProxyOp* waitingFor) {
       continue;
     }
     SockState& s = *sockByIndex_[events[i].data.u64];
+    if (s.shm) {
+      pumpControl(s);
+      pumpShm(s);
+      continue;
+    }
     if (events[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) pumpRecv(s);
     if (events[i].events & EPOLLOUT) pumpSend(s);
   }
@@ -585,6 +846,12 @@ void Proxy::run() {
   while (!stopRequested_.load()) {
     int n = epoll_wait(watchFd_, events, 16, 1000);
     if (stopRequested_.load()) break;
+    std::vector<std::function<void()>> tasks;
+    {
+      std::lock_guard<std::mutex> lock(tasksMutex_);
+      tasks.swap(tasks_);
+    }
+    for (auto& task : tasks) task();
     if (n <= 0) continue;
     std::lock_guard<std::mutex> lock(progressMutex_);
     progressOnce(0, nullptr);

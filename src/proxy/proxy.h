@@ -7,6 +7,8 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -18,6 +20,7 @@
 #include "core/result.h"
 #include "proxy/proxy_op.h"
 #include "transport/frame.h"
+#include "transport/shm_transport.h"
 
 namespace mixccl {
 
@@ -31,7 +34,10 @@ struct ProxyParams {
 
 class Proxy {
  public:
-  Proxy(const ProxyParams& params, std::vector<std::vector<Socket>> conns);
+  // conns[p]: the connections to peer p. shm[p] (when given and not null): p is on this host;
+  // data goes through its rings, and conns[p][0] becomes the pair's control connection.
+  Proxy(const ProxyParams& params, std::vector<std::vector<Socket>> conns,
+        std::vector<std::unique_ptr<ShmLink>> shm = {});
   ~Proxy();
   Proxy(const Proxy&) = delete;
   Proxy& operator=(const Proxy&) = delete;
@@ -50,6 +56,10 @@ class Proxy {
   void abort(const std::string& why);
   // The first failure, or mixcclSuccess.
   Result error(std::string* message) const;
+  // Runs fn once on the progress thread (e.g. to bind that thread near the NIC). Any thread.
+  void runOnProgressThread(std::function<void()> fn);
+  // Bytes moved through shared memory rings and by cross-memory attach (tests, logging).
+  uint64_t shmBytes() const { return shmBytes_.load(std::memory_order_relaxed); }
 
  private:
   struct SockState;
@@ -63,7 +73,17 @@ class Proxy {
   void pumpRecv(SockState& s);
   bool fillStage(SockState& s, size_t want);
   void handleBye(SockState& s);
-  void handlePeerFailedNotice(SockState& s);
+  void handlePeerFailedNotice(int from, uint32_t who);
+  // The shared-memory path (SockState::shm): the byte stream is a ring pair instead of fd.
+  ssize_t streamSend(SockState& s, const iovec* iov, int n);
+  ssize_t streamRecv(SockState& s, void* buf, size_t n);
+  void pumpShm(SockState& s);
+  void pumpControl(SockState& s);
+  void pumpCmaDone(SockState& s);
+  bool finishCmaRecv(SockState& s, ProxyOp* op);
+  void sendControl(SockState& s, uint32_t flags, uint32_t seq, bool droppable);
+  void flushControl(SockState& s);
+  void notifyPeer(SockState& s, std::atomic<uint32_t>& sleeping);
   void sendPeerFailedNotices();
   bool assignFrame(SockState& s);
   bool matchFrame(SockState& s);
@@ -80,6 +100,11 @@ class Proxy {
   ProxyParams params_;
   std::vector<PeerState> peers_;
   std::vector<SockState*> sockByIndex_;
+  std::vector<SockState*> shmSocks_;  // the shared-memory connections
+  std::atomic<uint64_t> shmBytes_{0};
+  uint64_t shmMoved_ = 0;             // progress counter of the shm path (under progressMutex_)
+  std::mutex tasksMutex_;
+  std::vector<std::function<void()>> tasks_;
   int epollFd_ = -1;   // data path: every socket the waiting caller reads or writes
   int watchFd_ = -1;   // idle watcher: connection ends only
   int eventFd_ = -1;
