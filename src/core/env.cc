@@ -51,7 +51,7 @@ EnvParams load() {
   p.hierPieceBytes = (size_t)readInt("MIXCCL_HIER_PIECE_BYTES", 4 << 20, 1024, 1LL << 30);
   p.shmDisable = readInt("MIXCCL_SHM_DISABLE", 0, 0, 1) == 1;
   p.shmBytes = (size_t)readInt("MIXCCL_SHM_BYTES", 1 << 20, 4096, 1LL << 30);
-  p.shmCma = readInt("MIXCCL_SHM_CMA", 1, 0, 1) == 1;
+  p.shmCma = readInt("MIXCCL_SHM_CMA", 0, 0, 1) == 1;  // off: slower than the ring here (docs/performance.md)
   p.shmCmaThreshold = (size_t)readInt("MIXCCL_SHM_CMA_THRESHOLD", 64 << 10, 1, 1LL << 40);
   return p;
 }

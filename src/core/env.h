@@ -29,7 +29,7 @@ struct EnvParams {
   size_t hierPieceBytes;      // MIXCCL_HIER_PIECE_BYTES: pipelining unit across domains
   bool shmDisable;            // MIXCCL_SHM_DISABLE: same-host peers use the network transport
   size_t shmBytes;            // MIXCCL_SHM_BYTES: ring of each shared-memory segment
-  bool shmCma;                // MIXCCL_SHM_CMA: 0 turns cross-memory attach off
+  bool shmCma;                // MIXCCL_SHM_CMA: 1 turns cross-memory attach on
   size_t shmCmaThreshold;     // MIXCCL_SHM_CMA_THRESHOLD: messages from this size use it
 };
 

@@ -224,7 +224,7 @@ Result setupLinks(const ShmParams& p, const std::vector<PeerInfo>& peers,
     }
     l.in = ShmRing(l.inSeg.base());
     l.peerPid = h->producerPid;
-    std::string why = "disabled by MIXCCL_SHM_CMA=0";
+    std::string why = "off, MIXCCL_SHM_CMA=0";
     l.cmaRecv = p.cma && probeCma(h, &why);
     if (!l.cmaRecv && p.cma) noteCmaUnavailableOnce(why);
     h->cmaOk.store(l.cmaRecv ? 1 : 0, std::memory_order_release);

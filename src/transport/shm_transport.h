@@ -51,7 +51,7 @@ struct ShmParams {
   int nranks = 1;
   uint64_t commHash = 0;
   size_t ringBytes = 1 << 20;   // rounded up to a power of two
-  bool cma = true;              // try cross-memory attach
+  bool cma = false;             // try cross-memory attach (MIXCCL_SHM_CMA=1)
   size_t cmaThreshold = 64 << 10;
 };
 
