@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <deque>
+#include <vector>
 
 #include "core/clock.h"
 #include "core/result.h"
@@ -17,20 +18,25 @@ namespace mixccl {
 class Transfers {
  public:
   Transfers(Proxy& proxy, const Deadline& deadline) : proxy_(proxy), deadline_(deadline) {}
+  // A view of a subset of the communicator: peer i of the algorithm is members[i] of the
+  // communicator (a domain running mixccl's own algorithms among its ranks).
+  Transfers(Proxy& proxy, const Deadline& deadline, const std::vector<int>& members)
+      : proxy_(proxy), deadline_(deadline), members_(&members) {}
   ~Transfers() { waitAll(); }
   Transfers(const Transfers&) = delete;
   Transfers& operator=(const Transfers&) = delete;
 
   ProxyOp* send(int peer, const void* buf, size_t bytes) {
-    ops_.emplace_back(ProxyOp::Kind::Send, peer, const_cast<void*>(buf), bytes);
+    ops_.emplace_back(ProxyOp::Kind::Send, commRank(peer), const_cast<void*>(buf), bytes);
     proxy_.post(&ops_.back());
     return &ops_.back();
   }
   ProxyOp* recv(int peer, void* buf, size_t bytes) {
-    ops_.emplace_back(ProxyOp::Kind::Recv, peer, buf, bytes);
+    ops_.emplace_back(ProxyOp::Kind::Recv, commRank(peer), buf, bytes);
     proxy_.post(&ops_.back());
     return &ops_.back();
   }
+  const Deadline& deadline() const { return deadline_; }
   Result wait(ProxyOp* op) { return op ? proxy_.wait(op, deadline_) : mixcclSuccess; }
   // Waits for every op started so far; the first error wins.
   Result waitAll() {
@@ -43,8 +49,11 @@ class Transfers {
   }
 
  private:
+  int commRank(int peer) const { return members_ ? (*members_)[peer] : peer; }
+
   Proxy& proxy_;
   Deadline deadline_;
+  const std::vector<int>* members_ = nullptr;
   std::deque<ProxyOp> ops_;
 };
 

@@ -17,7 +17,7 @@ struct PeerInfo {
   WireAddress listenAddr;  // where this rank's transport accepts connections
   char adaptor[16];        // device adaptor name ("host", ...)
   int32_t device;          // device index as the adaptor numbers it (-1: none)
-  int32_t reserved;
+  int32_t domainColor;      // MIXCCL_DOMAIN_SPLIT color of this rank (0: not split)
 };
 static_assert(sizeof(PeerInfo) == 128, "PeerInfo is part of the wire format");
 

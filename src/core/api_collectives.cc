@@ -1,20 +1,21 @@
 // The public collective and point-to-point calls: check arguments, then run or record.
 #include "algo/algorithms.h"
 #include "core/api_support.h"
+#include "adaptors/adaptor_loader.h"
 #include "core/args.h"
+#include "core/collective_dispatch.h"
 #include "core/group.h"
 
 using namespace mixccl;
 
 namespace {
 
-Result submitCollective(Comm* comm, const char* fn, const CollDesc& desc,
-                        std::function<Result(CollContext&)> run) {
+Result submitCollective(Comm* comm, const char* fn, const CollDesc& desc, const CollCall& call) {
   WorkItem w;
   w.comm = comm;
   w.name = fn;
   w.kind = WorkItem::Kind::Collective;
-  w.run = std::move(run);
+  w.run = [comm, call](CollContext& c) { return runCollective(comm, c, call); };
   w.desc = desc;
   return submitWork(std::move(w));
 }
@@ -22,7 +23,15 @@ Result submitCollective(Comm* comm, const char* fn, const CollDesc& desc,
 Result commonChecks(const char* fn, Comm* comm, mixcclDataType_t type, mixcclStream_t stream) {
   MIXCCL_CHECK(checkCommUsable(fn, comm));
   MIXCCL_CHECK(checkDataType(fn, type));
+  // Device adaptors order work on the caller's stream; host memory takes NULL.
+  if (comm->adaptor && comm->adaptor->table->memoryKind == MIXCCL_ADAPTOR_DEVICE_MEMORY)
+    return mixcclSuccess;
   return checkStream(fn, stream);
+}
+
+CollCall makeCall(CollCall::Kind kind, const void* sendbuff, void* recvbuff, size_t count,
+                  mixcclDataType_t type, mixcclRedOp_t op, int root, mixcclStream_t stream) {
+  return CollCall{kind, sendbuff, recvbuff, count, type, op, root, stream};
 }
 
 Result allReduce(const void* sendbuff, void* recvbuff, size_t count, mixcclDataType_t type,
@@ -33,12 +42,8 @@ Result allReduce(const void* sendbuff, void* recvbuff, size_t count, mixcclDataT
   MIXCCL_CHECK(checkRedOp(fn, op));
   MIXCCL_CHECK(checkBuffer(fn, "sendbuff", sendbuff, count, 1, type, &bytes));
   MIXCCL_CHECK(checkBuffer(fn, "recvbuff", recvbuff, count, 1, type, &bytes));
-  AllReduceAlgo algo = chooseAllReduceAlgo(bytes, comm->nranks);
-  return submitCollective(comm, fn, makeCollDesc(fn, count, type, (int)op, -1), [=](CollContext& c) {
-    return algo == AllReduceAlgo::Ring
-               ? ringAllReduce(c, sendbuff, recvbuff, count, type, op)
-               : recursiveDoublingAllReduce(c, sendbuff, recvbuff, count, type, op);
-  });
+  return submitCollective(comm, fn, makeCollDesc(fn, count, type, (int)op, -1),
+                          makeCall(CollCall::Kind::AllReduce, sendbuff, recvbuff, count, type, op, -1, stream));
 }
 
 Result broadcast(const void* sendbuff, void* recvbuff, size_t count, mixcclDataType_t type,
@@ -49,9 +54,8 @@ Result broadcast(const void* sendbuff, void* recvbuff, size_t count, mixcclDataT
   MIXCCL_CHECK(checkRank(fn, "root", root, comm->nranks));
   if (comm->rank == root) MIXCCL_CHECK(checkBuffer(fn, "sendbuff", sendbuff, count, 1, type, &bytes));
   MIXCCL_CHECK(checkBuffer(fn, "recvbuff", recvbuff, count, 1, type, &bytes));
-  return submitCollective(comm, fn, makeCollDesc(fn, count, type, -1, root), [=](CollContext& c) {
-    return chainBroadcast(c, sendbuff, recvbuff, count, type, root);
-  });
+  return submitCollective(comm, fn, makeCollDesc(fn, count, type, -1, root),
+                          makeCall(CollCall::Kind::Broadcast, sendbuff, recvbuff, count, type, mixcclSum, root, stream));
 }
 
 Result reduce(const void* sendbuff, void* recvbuff, size_t count, mixcclDataType_t type,
@@ -63,9 +67,8 @@ Result reduce(const void* sendbuff, void* recvbuff, size_t count, mixcclDataType
   MIXCCL_CHECK(checkRank(fn, "root", root, comm->nranks));
   MIXCCL_CHECK(checkBuffer(fn, "sendbuff", sendbuff, count, 1, type, &bytes));
   if (comm->rank == root) MIXCCL_CHECK(checkBuffer(fn, "recvbuff", recvbuff, count, 1, type, &bytes));
-  return submitCollective(comm, fn, makeCollDesc(fn, count, type, (int)op, root), [=](CollContext& c) {
-    return chainReduce(c, sendbuff, recvbuff, count, type, op, root);
-  });
+  return submitCollective(comm, fn, makeCollDesc(fn, count, type, (int)op, root),
+                          makeCall(CollCall::Kind::Reduce, sendbuff, recvbuff, count, type, op, root, stream));
 }
 
 Result allGather(const void* sendbuff, void* recvbuff, size_t count, mixcclDataType_t type,
@@ -75,9 +78,8 @@ Result allGather(const void* sendbuff, void* recvbuff, size_t count, mixcclDataT
   MIXCCL_CHECK(commonChecks(fn, comm, type, stream));
   MIXCCL_CHECK(checkBuffer(fn, "sendbuff", sendbuff, count, 1, type, &bytes));
   MIXCCL_CHECK(checkBuffer(fn, "recvbuff", recvbuff, count, comm->nranks, type, &bytes));
-  return submitCollective(comm, fn, makeCollDesc(fn, count, type, -1, -1), [=](CollContext& c) {
-    return ringAllGather(c, sendbuff, recvbuff, count, type);
-  });
+  return submitCollective(comm, fn, makeCollDesc(fn, count, type, -1, -1),
+                          makeCall(CollCall::Kind::AllGather, sendbuff, recvbuff, count, type, mixcclSum, -1, stream));
 }
 
 Result reduceScatter(const void* sendbuff, void* recvbuff, size_t count, mixcclDataType_t type,
@@ -88,9 +90,8 @@ Result reduceScatter(const void* sendbuff, void* recvbuff, size_t count, mixcclD
   MIXCCL_CHECK(checkRedOp(fn, op));
   MIXCCL_CHECK(checkBuffer(fn, "sendbuff", sendbuff, count, comm->nranks, type, &bytes));
   MIXCCL_CHECK(checkBuffer(fn, "recvbuff", recvbuff, count, 1, type, &bytes));
-  return submitCollective(comm, fn, makeCollDesc(fn, count, type, (int)op, -1), [=](CollContext& c) {
-    return ringReduceScatter(c, sendbuff, recvbuff, count, type, op);
-  });
+  return submitCollective(comm, fn, makeCollDesc(fn, count, type, (int)op, -1),
+                          makeCall(CollCall::Kind::ReduceScatter, sendbuff, recvbuff, count, type, op, -1, stream));
 }
 
 Result alltoAll(const void* sendbuff, void* recvbuff, size_t count, mixcclDataType_t type,
@@ -100,9 +101,8 @@ Result alltoAll(const void* sendbuff, void* recvbuff, size_t count, mixcclDataTy
   MIXCCL_CHECK(commonChecks(fn, comm, type, stream));
   MIXCCL_CHECK(checkBuffer(fn, "sendbuff", sendbuff, count, comm->nranks, type, &bytes));
   MIXCCL_CHECK(checkBuffer(fn, "recvbuff", recvbuff, count, comm->nranks, type, &bytes));
-  return submitCollective(comm, fn, makeCollDesc(fn, count, type, -1, -1), [=](CollContext& c) {
-    return pairwiseAlltoAll(c, sendbuff, recvbuff, count, type);
-  });
+  return submitCollective(comm, fn, makeCollDesc(fn, count, type, -1, -1),
+                          makeCall(CollCall::Kind::AlltoAll, sendbuff, recvbuff, count, type, mixcclSum, -1, stream));
 }
 
 Result gather(const void* sendbuff, void* recvbuff, size_t count, mixcclDataType_t type, int root,
@@ -114,9 +114,8 @@ Result gather(const void* sendbuff, void* recvbuff, size_t count, mixcclDataType
   MIXCCL_CHECK(checkBuffer(fn, "sendbuff", sendbuff, count, 1, type, &bytes));
   if (comm->rank == root)
     MIXCCL_CHECK(checkBuffer(fn, "recvbuff", recvbuff, count, comm->nranks, type, &bytes));
-  return submitCollective(comm, fn, makeCollDesc(fn, count, type, -1, root), [=](CollContext& c) {
-    return directGather(c, sendbuff, recvbuff, count, type, root);
-  });
+  return submitCollective(comm, fn, makeCollDesc(fn, count, type, -1, root),
+                          makeCall(CollCall::Kind::Gather, sendbuff, recvbuff, count, type, mixcclSum, root, stream));
 }
 
 Result scatter(const void* sendbuff, void* recvbuff, size_t count, mixcclDataType_t type, int root,
@@ -128,9 +127,8 @@ Result scatter(const void* sendbuff, void* recvbuff, size_t count, mixcclDataTyp
   if (comm->rank == root)
     MIXCCL_CHECK(checkBuffer(fn, "sendbuff", sendbuff, count, comm->nranks, type, &bytes));
   MIXCCL_CHECK(checkBuffer(fn, "recvbuff", recvbuff, count, 1, type, &bytes));
-  return submitCollective(comm, fn, makeCollDesc(fn, count, type, -1, root), [=](CollContext& c) {
-    return directScatter(c, sendbuff, recvbuff, count, type, root);
-  });
+  return submitCollective(comm, fn, makeCollDesc(fn, count, type, -1, root),
+                          makeCall(CollCall::Kind::Scatter, sendbuff, recvbuff, count, type, mixcclSum, root, stream));
 }
 
 Result pointToPoint(const char* fn, WorkItem::Kind kind, const void* buf, size_t count,

@@ -12,6 +12,8 @@
 #include "bootstrap/peer_info.h"
 #include "bootstrap/unique_id.h"
 #include "core/config.h"
+#include "core/domain_comm.h"
+#include "core/domains.h"
 #include "proxy/proxy.h"
 #include "topology/topology.h"
 
@@ -26,6 +28,11 @@ struct mixcclComm {
   // Every rank's host, NUMA node, device, NIC and adaptor, exchanged at init (comm_topology.h).
   std::vector<mixccl::RankTopology> topology;
   std::shared_ptr<mixccl::LocalTopology> localTopology;
+  // This rank's device adaptor (loaded once per process), the domains of the communicator,
+  // and this rank's native domain communicator (null for the host adaptor, docs/adaptors.md).
+  const mixccl::Adaptor* adaptor = nullptr;
+  mixccl::DomainMap domainMap;
+  std::unique_ptr<mixccl::DomainComm> domainComm;
 
   std::atomic<int> refs{1};  // the owner's reference plus one per API call in progress
   std::atomic<bool> finalized{false};

@@ -10,6 +10,8 @@
 #include "bootstrap/socket.h"
 #include "core/comm.h"
 #include "core/comm_topology.h"
+#include "adaptors/adaptor_loader.h"
+#include "core/domain_comm.h"
 #include "core/comm_registry.h"
 #include "core/env.h"
 #include "core/error.h"
@@ -106,7 +108,10 @@ Result connectComm(Comm* comm, const UniqueIdData& id) {
   fillLocalHostInfo(&mine);
   mine.rank = rank;
   mine.listenAddr = toWire(listenAddr);
-  snprintf(mine.adaptor, sizeof(mine.adaptor), "%s", config.adaptor.c_str());
+  int domainColor = 0;
+  MIXCCL_CHECK(chooseAdaptor(comm, &domainColor));
+  snprintf(mine.adaptor, sizeof(mine.adaptor), "%s", comm->adaptor->name.c_str());
+  mine.domainColor = domainColor;
   mine.device = comm->device;
   MIXCCL_CHECK(rendezvous(id, rank, nranks, mine, deadline, &comm->peers));
 
@@ -129,6 +134,7 @@ Result connectComm(Comm* comm, const UniqueIdData& id) {
   MIXCCL_CHECK(proxy->start());
   comm->proxy = std::move(proxy);
   MIXCCL_CHECK(exchangeTopology(comm, iface.name));
+  MIXCCL_CHECK(setupDomains(comm));
   INFO(kLogInit, "rank %d of %d ready (comm %016llx%s%s)", rank, nranks,
        (unsigned long long)id.commHash, config.commName.empty() ? "" : ", ",
        config.commName.c_str());

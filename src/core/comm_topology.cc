@@ -7,6 +7,7 @@
 
 #include "algo/algorithms.h"
 #include "bootstrap/interfaces.h"
+#include "adaptors/adaptor_loader.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -46,18 +47,37 @@ Result exchangeTopology(Comm* comm, const std::string& socketInterface) {
   for (const NetInterface& ni : listInterfaces(env().socketIfname, env().socketFamily))
     candidates.push_back(ni.name);
   NicChoice nic;
-  // Host ranks have no device bus id yet; adaptors will report theirs (issue 5).
-  const std::string deviceBusId;
+  // The adaptor reports the PCI bus id of the rank's device; host ranks have none.
+  std::string deviceBusId;
+  if (comm->adaptor && comm->device >= 0) {
+    char busId[64] = {};
+    if (comm->adaptor->table->getPciBusId(comm->device, busId, sizeof(busId)) == mixcclSuccess)
+      deviceBusId = busId;
+  }
   if (chooseNic(*local, deviceBusId, candidates, socketInterface, &nic) != mixcclSuccess) {
     nic = NicChoice{};
     nic.name = socketInterface;
   }
   INFO(kLogInit | kLogNet, "rank %d: NIC %s (%s)", rank, nic.name.c_str(), nic.reason.c_str());
+  // The progress thread serves that NIC: bind it to the CPUs near it (a no-op with one NUMA
+  // node). Never fatal: a failure is logged and the thread stays where it was.
+  if (comm->proxy && !nic.name.empty()) {
+    std::shared_ptr<LocalTopology> topo = local;
+    std::string target = nic.name;
+    comm->proxy->runOnProgressThread([topo, target, rank] {
+      BindPlan plan;
+      if (bindThreadNear(*topo, target, &plan) == mixcclSuccess)
+        INFO(kLogInit | kLogProxy, "rank %d: proxy thread: %s", rank, plan.note.c_str());
+      else
+        INFO(kLogInit | kLogProxy, "rank %d: proxy thread not bound near %s: %s", rank,
+             target.c_str(), topologyLastError().c_str());
+    });
+  }
 
   RankTopology mine;
   std::vector<uint8_t> all((size_t)nranks * kRankTopologyWireBytes);
   uint8_t wire[kRankTopologyWireBytes] = {};
-  if (fillRankTopology(*local, rank, comm->config.adaptor, comm->device, deviceBusId, nic,
+  if (fillRankTopology(*local, rank, comm->adaptor ? comm->adaptor->name : "host", comm->device, deviceBusId, nic,
                        &mine) != mixcclSuccess ||
       encodeRankTopology(mine, wire, sizeof(wire)) != mixcclSuccess)
     return raiseError(mixcclInternalError, "rank %d: cannot encode its topology: %s", rank,

@@ -2,6 +2,7 @@
 
 #include <cstddef>
 
+#include "adaptors/adaptor_loader.h"
 #include "core/env.h"
 #include "core/error.h"
 
@@ -46,9 +47,12 @@ Result resolveConfig(const mixcclConfig_t* config, CommConfig* out) {
   if (c.netName != "socket")
     return raiseError(mixcclInvalidArgument, "network transport '%s' is not available (have: socket)",
                       c.netName.c_str());
-  if (c.adaptor != "host")
-    return raiseError(mixcclInvalidArgument, "device adaptor '%s' is not available (have: host)",
-                      c.adaptor.c_str());
+  // A named adaptor must load now (a clear error at init, never a silent fallback); an empty
+  // name means detection at init (domain_comm.cc).
+  if (!c.adaptor.empty()) {
+    const Adaptor* adaptor = nullptr;
+    MIXCCL_CHECK(loadAdaptor(c.adaptor, &adaptor));
+  }
   *out = c;
   return mixcclSuccess;
 }

@@ -14,7 +14,7 @@ struct CommConfig {
   int nsocksPerPeer = 0;  // 0: automatic per peer (1 on the same host, 2 across hosts)
   std::string netName = "socket";
   std::string commName;
-  std::string adaptor = "host";
+  std::string adaptor;  // empty: detected at init (nccl with a usable GPU, else host)
 };
 
 // Defaults from the environment, then the fields config defines (config may be NULL).

@@ -5,7 +5,11 @@
  * Inputs are small integers chosen so that every partial result is exactly representable in
  * every type (fp8 included), so results are compared bit for bit.
  *
- * usage: collective_matrix NRANKS [--coll a,b,...] [--quick] [--timeout S] */
+ * usage: collective_matrix NRANKS [--coll a,b,...] [--quick] [--timeout S] [--adaptors a,b,...]
+ * --adaptors gives each rank its device adaptor (item r for rank r), so one job mixes domains.
+ * Built with MATRIX_UNDER_MPI it runs as an MPI program under mpirun instead of forking: each
+ * process is one rank (every process calls MPI_Init, which Open MPI needs when some ranks use
+ * the mpi adaptor), the unique id travels by MPI_Bcast. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -321,41 +325,83 @@ static int rankMain(mixcclComm_t comm, int rank, int nranks, void* arg) {
   return c.failures ? 1 : 0;
 }
 
-int main(int argc, char** argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: %s NRANKS [--coll a,b] [--quick] [--timeout S]\n", argv[0]);
-    return 2;
-  }
-  int nranks = atoi(argv[1]);
-  int timeout = 600;
-  Options opt;
-  memset(&opt, 0, sizeof(opt));
-  for (int i = 0; i < NCOLL; ++i) opt.enabled[i] = 1;
-  for (int a = 2; a < argc; ++a) {
-    if (!strcmp(argv[a], "--quick")) {
-      opt.quick = 1;
+static int parseOptions(int argc, char** argv, int first, Options* opt, int* timeout) {
+  memset(opt, 0, sizeof(*opt));
+  for (int i = 0; i < NCOLL; ++i) opt->enabled[i] = 1;
+  for (int a = first; a < argc; ++a) {
+    if (!strcmp(argv[a], "--adaptors") && a + 1 < argc) {
+      gHarnessAdaptors = argv[++a];
+    } else if (!strcmp(argv[a], "--quick")) {
+      opt->quick = 1;
     } else if (!strcmp(argv[a], "--corrupt")) {
       gCorrupt = 1;
     } else if (!strcmp(argv[a], "--timeout") && a + 1 < argc) {
-      timeout = atoi(argv[++a]);
+      *timeout = atoi(argv[++a]);
     } else if (!strcmp(argv[a], "--coll") && a + 1 < argc) {
       const char* list = argv[++a];
-      for (int i = 0; i < NCOLL; ++i) opt.enabled[i] = 0;
+      for (int i = 0; i < NCOLL; ++i) opt->enabled[i] = 0;
       for (int i = 0; i < NCOLL; ++i) {
         const char* hit = strstr(list, collNames[i]);
         size_t len = strlen(collNames[i]);
         /* whole names only: "reduce" must not match inside "allreduce" */
         while (hit && ((hit != list && hit[-1] != ',') || (hit[len] != ',' && hit[len] != 0)))
           hit = strstr(hit + 1, collNames[i]);
-        if (hit) opt.enabled[i] = 1;
+        if (hit) opt->enabled[i] = 1;
       }
     } else {
       fprintf(stderr, "unknown argument %s\n", argv[a]);
       return 2;
     }
   }
+  return 0;
+}
+
+#ifdef MATRIX_UNDER_MPI
+#include <mpi.h>
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank, nranks, timeout = 600;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  Options opt;
+  if (parseOptions(argc, argv, 1, &opt, &timeout)) MPI_Abort(MPI_COMM_WORLD, 2);
+  alarm(timeout); /* never hang a CI job: SIGALRM ends the rank, mpirun ends the rest */
+  mixcclUniqueId id;
+  if (rank == 0 && mixcclGetUniqueId(&id) != mixcclSuccess) {
+    fprintf(stderr, "mixcclGetUniqueId failed: %s\n", mixcclGetLastError(NULL));
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
+  double start = harnessNow();
+  mixcclComm_t comm = NULL;
+  mixcclResult_t res = harnessInitRank(&comm, nranks, id, rank);
+  if (res != mixcclSuccess) {
+    fprintf(stderr, "rank %d: init failed: %s: %s\n", rank, mixcclGetErrorString(res),
+            mixcclGetLastError(NULL));
+    MPI_Abort(MPI_COMM_WORLD, 3);
+  }
+  int rc = rankMain(comm, rank, nranks, &opt);
+  if (mixcclCommDestroy(comm) != mixcclSuccess && !rc) rc = 4;
+  int worst = 0;
+  MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (rank == 0) printf("%d ranks: %s in %.1f s\n", nranks, worst ? "FAILED" : "passed", harnessNow() - start);
+  MPI_Finalize();
+  return worst;
+}
+#else
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: %s NRANKS [--coll a,b] [--quick] [--timeout S] [--adaptors a,b]\n", argv[0]);
+    return 2;
+  }
+  int nranks = atoi(argv[1]);
+  int timeout = 600;
+  Options opt;
+  if (parseOptions(argc, argv, 2, &opt, &timeout)) return 2;
   double start = harnessNow();
   int rc = runRanks(nranks, rankMain, &opt, timeout);
   printf("%d ranks: %s in %.1f s\n", nranks, rc ? "FAILED" : "passed", harnessNow() - start);
   return rc;
 }
+#endif

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -23,6 +24,36 @@ static inline double harnessNow(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Optional per-rank device adaptors, "host,gloo,gloo,host" (item r for rank r): ranks of
+ * one forked job then form several domains. NULL: the default adaptor for every rank. */
+static const char* gHarnessAdaptors;
+
+/* Item r of a comma-separated list into buf ("" when the list is shorter). */
+static inline void harnessListItem(const char* list, int r, char* buf, size_t len) {
+  buf[0] = 0;
+  for (int i = 0; list && *list; ++i) {
+    const char* end = strchr(list, ',');
+    size_t n = end ? (size_t)(end - list) : strlen(list);
+    if (i == r) {
+      snprintf(buf, len, "%.*s", (int)n, list);
+      return;
+    }
+    if (!end) break;
+    list = end + 1;
+  }
+}
+
+/* Joins the communicator as rank r, with rank r's adaptor from gHarnessAdaptors if set. */
+static inline mixcclResult_t harnessInitRank(mixcclComm_t* comm, int nranks, mixcclUniqueId id,
+                                             int r) {
+  if (!gHarnessAdaptors) return mixcclCommInitRank(comm, nranks, id, r);
+  char adaptor[64];
+  harnessListItem(gHarnessAdaptors, r, adaptor, sizeof(adaptor));
+  mixcclConfig_t config = MIXCCL_CONFIG_INITIALIZER;
+  config.adaptor = adaptor[0] ? adaptor : NULL;
+  return mixcclCommInitRankConfig(comm, nranks, id, r, &config);
 }
 
 /* Returns 0 when every rank returned 0. */
@@ -41,7 +72,7 @@ static inline int runRanks(int nranks, RankMain fn, void* arg, int timeoutSecond
     if (pids[r] == 0) {
       prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the test */
       mixcclComm_t comm = NULL;
-      mixcclResult_t res = mixcclCommInitRank(&comm, nranks, id, r);
+      mixcclResult_t res = harnessInitRank(&comm, nranks, id, r);
       if (res != mixcclSuccess) {
         fprintf(stderr, "rank %d: mixcclCommInitRank failed: %s: %s\n", r,
                 mixcclGetErrorString(res), mixcclGetLastError(NULL));

@@ -1,0 +1,144 @@
+/*
+ * mixccl device adaptor plugin ABI.
+ *
+ * An adaptor lets mixccl use one vendor's device runtime and collective library inside that
+ * vendor's domain. A plugin is a shared object named libmixccl-adaptor-<name>.so that exports
+ * one symbol, MIXCCL_ADAPTOR_SYMBOL, pointing to a mixcclAdaptor_v1_t. mixccl finds plugins on
+ * MIXCCL_PLUGIN_PATH (colon-separated folders) and then in its install directory, opens them
+ * with dlopen, and checks abiVersion and that every function pointer is set before using any.
+ *
+ * Conventions of every entry:
+ *  - It returns mixcclSuccess or an error code; on error, lastError() (same thread) returns a
+ *    message saying what failed, with the vendor's own error text where there is one.
+ *  - Counts are elements, not bytes. Datatypes and ops are mixccl's (mixccl.h).
+ *  - "stream" is the adaptor's stream handle (cudaStream_t for nccl); NULL means the default
+ *    stream. Adaptors with memoryKind == MIXCCL_ADAPTOR_HOST_MEMORY receive NULL and complete
+ *    every call before it returns.
+ *  - Collectives are issued by every rank of the adaptor communicator in the same order, like
+ *    NCCL. mixccl never calls them for mixcclAvg: it reduces with mixcclSum and divides once.
+ *  - Nothing here throws; plugins written in C++ catch everything at this boundary.
+ */
+#ifndef MIXCCL_ADAPTOR_H_
+#define MIXCCL_ADAPTOR_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mixccl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MIXCCL_ADAPTOR_ABI_VERSION 1
+/* The one symbol a plugin exports: const mixcclAdaptor_v1_t mixcclAdaptor_v1. */
+#define MIXCCL_ADAPTOR_SYMBOL "mixcclAdaptor_v1"
+/* Opaque bytes a native library needs to form a communicator (an ncclUniqueId is 128). */
+#define MIXCCL_ADAPTOR_UNIQUE_ID_BYTES 256
+
+typedef enum {
+  MIXCCL_ADAPTOR_HOST_MEMORY = 0,   /* buffers are ordinary host pointers */
+  MIXCCL_ADAPTOR_DEVICE_MEMORY = 1  /* buffers are device pointers of this adaptor */
+} mixcclAdaptorMemoryKind_t;
+
+typedef enum {
+  mixcclCopyHostToHost = 0,
+  mixcclCopyHostToDevice = 1,
+  mixcclCopyDeviceToHost = 2,
+  mixcclCopyDeviceToDevice = 3
+} mixcclAdaptorCopyKind_t;
+
+/*
+ * What mixccl lends an adaptor while it forms a communicator and afterwards.
+ * - allGather: every rank of the adaptor communicator contributes `bytes` bytes; `all`
+ *   receives nranks * bytes in rank order. Collective over the adaptor communicator's ranks,
+ *   carried by mixccl's own bootstrap (so Gloo-like libraries need no store of their own).
+ * - reduce: dst[i] = a[i] op b[i] for count elements, every mixccl datatype and op except
+ *   Avg (fp16/bf16/fp8 computed in fp32 and rounded once), so CPU libraries that accept a
+ *   reduction function can support every datatype.
+ * The pointers and ctx stay valid until commDestroy/commAbort returns.
+ */
+typedef struct {
+  void* ctx;
+  mixcclResult_t (*allGather)(void* ctx, const void* mine, void* all, size_t bytes);
+  void (*reduce)(void* dst, const void* a, const void* b, size_t count,
+                 mixcclDataType_t type, mixcclRedOp_t op);
+} mixcclAdaptorServices_t;
+
+typedef struct mixcclAdaptor_v1 {
+  int abiVersion;   /* MIXCCL_ADAPTOR_ABI_VERSION */
+  const char* name; /* equals the <name> of libmixccl-adaptor-<name>.so */
+  int memoryKind;   /* mixcclAdaptorMemoryKind_t */
+
+  /* Loads the vendor runtime and library. Fails (with a message) when they are missing or no
+   * device is usable; mixccl then reports the adaptor as unusable. Called once per process. */
+  mixcclResult_t (*init)(void);
+  /* The last error of the calling thread, "" if none. Never NULL. */
+  const char* (*lastError)(void);
+
+  /* ---- device runtime ---- */
+  mixcclResult_t (*getDeviceCount)(int* count);
+  mixcclResult_t (*setDevice)(int device);
+  mixcclResult_t (*getDevice)(int* device);
+  /* "0000:3b:00.0" style bus id of device (host memory adaptors: ""). */
+  mixcclResult_t (*getPciBusId)(int device, char* busId, size_t len);
+  mixcclResult_t (*memAlloc)(void** ptr, size_t bytes);
+  mixcclResult_t (*memFree)(void* ptr);
+  /* Page-locked host memory for staging (host adaptors: ordinary memory). */
+  mixcclResult_t (*hostAlloc)(void** ptr, size_t bytes);
+  mixcclResult_t (*hostFree)(void* ptr);
+  mixcclResult_t (*memcpyAsync)(void* dst, const void* src, size_t bytes,
+                                mixcclAdaptorCopyKind_t kind, void* stream);
+  mixcclResult_t (*streamCreate)(void** stream);
+  mixcclResult_t (*streamDestroy)(void* stream);
+  mixcclResult_t (*streamSynchronize)(void* stream);
+  mixcclResult_t (*eventCreate)(void** event);
+  mixcclResult_t (*eventDestroy)(void* event);
+  mixcclResult_t (*eventRecord)(void* event, void* stream);
+  /* *done = 1 once the work before the record has finished, 0 otherwise. */
+  mixcclResult_t (*eventQuery)(void* event, int* done);
+  mixcclResult_t (*streamWaitEvent)(void* stream, void* event);
+  /* Runs fn(arg) on a runtime thread once the stream reaches this point; later work on the
+   * stream waits for fn to return. */
+  mixcclResult_t (*launchHostFunc)(void* stream, void (*fn)(void* arg), void* arg);
+
+  /* ---- native collectives ---- */
+  /* 1 if the native library can run coll ("allreduce", "allgather", "reducescatter",
+   * "broadcast", "reduce", "sendrecv") on this datatype and op (op ignored where none). */
+  int (*supports)(const char* coll, mixcclDataType_t type, mixcclRedOp_t op);
+  /* Called on rank 0 of the adaptor communicator; mixccl hands the bytes to the others. */
+  mixcclResult_t (*getUniqueId)(void* id /* MIXCCL_ADAPTOR_UNIQUE_ID_BYTES */);
+  mixcclResult_t (*commInitRank)(void** comm, int nranks, const void* id, int rank,
+                                 int device, const mixcclAdaptorServices_t* services);
+  mixcclResult_t (*commDestroy)(void* comm);
+  /* Stops the communicator's work at once; any thread. */
+  mixcclResult_t (*commAbort)(void* comm);
+  mixcclResult_t (*allReduce)(const void* sendbuf, void* recvbuf, size_t count,
+                              mixcclDataType_t type, mixcclRedOp_t op, void* comm, void* stream);
+  /* recvbuf holds nranks * sendcount elements in rank order. */
+  mixcclResult_t (*allGather)(const void* sendbuf, void* recvbuf, size_t sendcount,
+                              mixcclDataType_t type, void* comm, void* stream);
+  /* sendbuf holds nranks * recvcount elements; rank r keeps the r-th block, reduced. */
+  mixcclResult_t (*reduceScatter)(const void* sendbuf, void* recvbuf, size_t recvcount,
+                                  mixcclDataType_t type, mixcclRedOp_t op, void* comm,
+                                  void* stream);
+  mixcclResult_t (*broadcast)(const void* sendbuf, void* recvbuf, size_t count,
+                              mixcclDataType_t type, int root, void* comm, void* stream);
+  mixcclResult_t (*reduce)(const void* sendbuf, void* recvbuf, size_t count,
+                           mixcclDataType_t type, mixcclRedOp_t op, int root, void* comm,
+                           void* stream);
+  mixcclResult_t (*send)(const void* sendbuf, size_t count, mixcclDataType_t type, int peer,
+                         void* comm, void* stream);
+  mixcclResult_t (*recv)(void* recvbuf, size_t count, mixcclDataType_t type, int peer,
+                         void* comm, void* stream);
+  /* Sends and receives between groupStart and groupEnd progress together (no deadlock when
+   * two ranks send to each other first). */
+  mixcclResult_t (*groupStart)(void);
+  mixcclResult_t (*groupEnd)(void);
+} mixcclAdaptor_v1_t;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MIXCCL_ADAPTOR_H_ */

@@ -1,0 +1,118 @@
+#include "core/domain_comm.h"
+
+#include <cstring>
+
+#include "adaptors/adaptor_loader.h"
+#include "algo/algorithms.h"
+#include "algo/reduce.h"
+#include "core/comm.h"
+#include "core/env.h"
+#include "core/error.h"
+#include "core/log.h"
+
+namespace mixccl {
+
+// The services mixccl lends the adaptor (mixccl_adaptor.h): an all-gather over the domain's
+// ranks on mixccl's own transport, and mixccl's reduction kernels.
+struct DomainServices {
+  static mixcclResult_t allGather(void* ctx, const void* mine, void* all, size_t bytes) {
+    DomainComm* d = static_cast<DomainComm*>(ctx);
+    Transfers t(*d->comm_->proxy, d->initDeadline_, d->members_);
+    CollContext c{d->index_, (int)d->members_.size(), t, env().chunkBytes};
+    Result r = ringAllGather(c, mine, all, bytes, mixcclUint8);
+    Result w = t.waitAll();
+    return r != mixcclSuccess ? r : w;
+  }
+  static void reduceElems(void* dst, const void* a, const void* b, size_t count,
+                          mixcclDataType_t type, mixcclRedOp_t op) {
+    reduce(dst, a, b, count, type, op);
+  }
+};
+
+DomainComm::DomainComm(const Adaptor& adaptor, std::vector<int> members, int index)
+    : adaptor_(adaptor), members_(std::move(members)), index_(index) {}
+
+DomainComm::~DomainComm() {
+  if (native_ && !aborted_) {
+    if (table().commDestroy(native_) != mixcclSuccess)
+      WARN(kLogInit, "%s adaptor: commDestroy failed: %s", adaptor_.name.c_str(),
+           table().lastError());
+  }
+}
+
+const mixcclAdaptor_v1_t& DomainComm::table() const { return *adaptor_.table; }
+
+void DomainComm::abort() {
+  if (native_ && !aborted_) {
+    aborted_ = true;
+    table().commAbort(native_);
+  }
+}
+
+Result DomainComm::init(mixcclComm* comm, int device) {
+  comm_ = comm;
+  initDeadline_ = Deadline::afterSeconds(comm->config.timeoutS);
+  services_.ctx = this;
+  services_.allGather = &DomainServices::allGather;
+  services_.reduce = &DomainServices::reduceElems;
+  const mixcclAdaptor_v1_t& t = table();
+  char id[MIXCCL_ADAPTOR_UNIQUE_ID_BYTES] = {};
+  Result idResult = mixcclSuccess;
+  if (index_ == 0 && (idResult = t.getUniqueId(id)) != mixcclSuccess)
+    WARN(kLogInit, "%s adaptor: getUniqueId failed: %s", adaptor_.name.c_str(), t.lastError());
+  // Every member learns whether the id exists, so a failure on rank 0 fails all of them.
+  char msg[MIXCCL_ADAPTOR_UNIQUE_ID_BYTES + 1];
+  msg[0] = idResult == mixcclSuccess ? 1 : 0;
+  memcpy(msg + 1, id, sizeof(id));
+  {
+    Transfers tr(*comm->proxy, initDeadline_, members_);
+    CollContext c{index_, (int)members_.size(), tr, env().chunkBytes};
+    Result r = chainBroadcast(c, msg, msg, sizeof(msg), mixcclUint8, 0);
+    if (r == mixcclSuccess) r = tr.waitAll();
+    MIXCCL_CHECK(r);
+  }
+  if (!msg[0])
+    return raiseError(mixcclSystemError, "rank %d: the %s adaptor's unique id could not be made "
+                      "on domain rank 0 (rank %d)", comm->rank, adaptor_.name.c_str(), members_[0]);
+  mixcclResult_t r = t.commInitRank(&native_, (int)members_.size(), msg + 1, index_, device,
+                                    &services_);
+  if (r != mixcclSuccess) {
+    native_ = nullptr;
+    return raiseError(r, "rank %d: %s adaptor: commInitRank (domain rank %d of %zu) failed: %s",
+                      comm->rank, adaptor_.name.c_str(), index_, members_.size(), t.lastError());
+  }
+  return mixcclSuccess;
+}
+
+Result chooseAdaptor(mixcclComm* comm, int* color) {
+  MIXCCL_CHECK(parseDomainSplit(env().domainSplit, comm->rank, comm->nranks, color));
+  std::string name = comm->config.adaptor.empty() ? detectAdaptorName() : comm->config.adaptor;
+  const Adaptor* adaptor = nullptr;
+  MIXCCL_CHECK(loadAdaptor(name, &adaptor));
+  comm->adaptor = adaptor;
+  if (comm->device < 0 && adaptor->table->memoryKind == MIXCCL_ADAPTOR_DEVICE_MEMORY) {
+    int dev = -1;
+    if (adaptor->table->getDevice(&dev) == mixcclSuccess) comm->device = dev;
+  }
+  return mixcclSuccess;
+}
+
+Result setupDomains(mixcclComm* comm) {
+  comm->domainMap = buildDomainMap(comm->peers);
+  const DomainMap& map = comm->domainMap;
+  const Domain& mine = map.domains[map.domainOf[comm->rank]];
+  INFO(kLogInit, "rank %d: %s; this rank: %s adaptor (%s)", comm->rank,
+       describeDomains(map).c_str(), comm->adaptor->name.c_str(), comm->adaptor->path.c_str());
+  // Device memory in a mixed job is staged through host memory and moved by mixccl's own
+  // transport (docs/adaptors.md), so only host-memory domains and pure device jobs need the
+  // native communicator.
+  bool device = comm->adaptor->table->memoryKind == MIXCCL_ADAPTOR_DEVICE_MEMORY;
+  if (comm->adaptor->builtin || (device && !map.single())) return mixcclSuccess;
+  std::unique_ptr<DomainComm> dc(
+      new DomainComm(*comm->adaptor, mine.ranks, map.indexInDomain[comm->rank]));
+  MIXCCL_CHECK(dc->init(comm, comm->device));
+  comm->domainComm = std::move(dc);
+  return mixcclSuccess;
+}
+
+}  // namespace mixccl
