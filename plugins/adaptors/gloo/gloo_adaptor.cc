@@ -12,6 +12,8 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <mutex>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,7 +39,41 @@ struct GlooComm : mixccl_plugin::CommBase {
   std::chrono::milliseconds timeout;
   uint32_t nextTag = 0;                  // collectives: same sequence on every rank
   std::map<int, uint32_t> sendSeq, recvSeq;  // p2p: per peer and direction, matched in order
+  // Buffers with a send or receive in flight, so commAbort can end their waits: closing
+  // Gloo's connections does not wake a thread waiting on an unbound buffer.
+  std::mutex inflightMutex;
+  std::set<gloo::transport::UnboundBuffer*> inflight;
 };
+
+// Registers a buffer for the duration of its wait; a comm already aborted aborts it at once.
+class Inflight {
+ public:
+  Inflight(GlooComm* c, gloo::transport::UnboundBuffer* b) : c_(c), b_(b) {
+    std::lock_guard<std::mutex> lock(c_->inflightMutex);
+    c_->inflight.insert(b_);
+    if (c_->aborted.load()) {
+      b_->abortWaitSend();
+      b_->abortWaitRecv();
+    }
+  }
+  ~Inflight() {
+    std::lock_guard<std::mutex> lock(c_->inflightMutex);
+    c_->inflight.erase(b_);
+  }
+  Inflight(const Inflight&) = delete;
+  Inflight& operator=(const Inflight&) = delete;
+
+ private:
+  GlooComm* c_;
+  gloo::transport::UnboundBuffer* b_;
+};
+
+// Waits for a posted send or receive; false (with the last error set) when it was aborted.
+bool waitDone(GlooComm* c, gloo::transport::UnboundBuffer* b, bool isSend, const char* what) {
+  bool done = isSend ? b->waitSend(c->timeout) : b->waitRecv(c->timeout);
+  if (!done) setError(mixcclRemoteError, kPrefix, "%s: the communicator was aborted", what);
+  return done;
+}
 
 GlooComm* asComm(void* comm) {
   return static_cast<GlooComm*>(static_cast<mixccl_plugin::CommBase*>(comm));
@@ -155,9 +191,17 @@ mixcclResult_t commAbort(void* comm) {
   return guarded("commAbort", [&] {
     if (comm == nullptr) return mixcclSuccess;
     GlooComm* c = asComm(comm);
-    // Closing the pairs makes every pending Gloo wait fail at once (in whichever thread);
-    // calls still inside hold their own reference, so the memory outlives them.
-    c->aborted = true;
+    // Waits on our own buffers (send/recv, reduce-scatter) end at once; Gloo's collectives
+    // hold buffers we cannot reach and end when their peers' connections close or at the
+    // timeout. Calls still inside hold their own reference, so the memory outlives them.
+    {
+      std::lock_guard<std::mutex> lock(c->inflightMutex);
+      c->aborted = true;
+      for (auto* b : c->inflight) {
+        b->abortWaitSend();
+        b->abortWaitRecv();
+      }
+    }
     c->ctx->closeConnections();
     mixccl_plugin::releaseComm(c);
     return mixcclSuccess;
@@ -242,10 +286,12 @@ mixcclResult_t reduceScatter(const void* sendbuf, void* recvbuf, size_t recvcoun
       uint64_t slot = gloo::Slot::build(kReduceScatterSlotPrefix, c->nextTag++);
       auto sendBuf = c->ctx->createUnboundBuffer(const_cast<void*>(outgoing), bytes);
       auto recvBuf = c->ctx->createUnboundBuffer(part[s % 2].data(), bytes);
+      Inflight r1(c, recvBuf.get()), s1(c, sendBuf.get());
       recvBuf->recv(left, slot);
       sendBuf->send(right, slot);
-      recvBuf->waitRecv(c->timeout);
-      sendBuf->waitSend(c->timeout);
+      if (!waitDone(c, recvBuf.get(), false, "reduceScatter") ||
+          !waitDone(c, sendBuf.get(), true, "reduceScatter"))
+        return mixcclRemoteError;
       char* partial = part[s % 2].data();
       void* dst = (s == n - 2) ? recvbuf : partial;
       c->services.reduce(dst, partial, block(r - s - 2), recvcount, type, op);
@@ -316,6 +362,7 @@ mixcclResult_t reduce(const void* sendbuf, void* recvbuf, size_t count, mixcclDa
 mixcclResult_t runP2p(const std::vector<P2pOp>& ops) {
   return guarded("send/recv", [&] {
     std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>> bufs;
+    std::vector<std::unique_ptr<Inflight>> guards;
     std::vector<const P2pOp*> posted;
     for (const auto& op : ops) {
       if (op.bytes == 0) continue;  // both sides skip it, so sequence numbers stay aligned
@@ -324,14 +371,15 @@ mixcclResult_t runP2p(const std::vector<P2pOp>& ops) {
       uint64_t slot = gloo::Slot::build(kP2pSlotPrefix, seq);
       bufs.push_back(c->ctx->createUnboundBuffer(op.buf, op.bytes));
       posted.push_back(&op);
+      guards.push_back(std::make_unique<Inflight>(c, bufs.back().get()));
       if (op.isSend) bufs.back()->send(op.peer, slot);
       else bufs.back()->recv(op.peer, slot);
     }
-    for (size_t i = 0; i < bufs.size(); ++i) {
-      if (posted[i]->isSend) bufs[i]->waitSend(posted[i]->comm->timeout);
-      else bufs[i]->waitRecv(posted[i]->comm->timeout);
-    }
-    return mixcclSuccess;
+    mixcclResult_t rc = mixcclSuccess;
+    for (size_t i = 0; i < bufs.size(); ++i)
+      if (!waitDone(posted[i]->comm, bufs[i].get(), posted[i]->isSend, "send/recv"))
+        rc = mixcclRemoteError;  // keep waiting for the others: their buffers stay in use
+    return rc;
   });
 }
 
