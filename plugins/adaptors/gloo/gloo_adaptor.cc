@@ -164,7 +164,8 @@ mixcclResult_t getUniqueId(void* id) {
 
 mixcclResult_t commInitRank(void** comm, int nranks, const void*, int rank, int,
                             const mixcclAdaptorServices_t* services) {
-  return guarded("commInitRank", [&] {
+  // A failure here is local (no interface, address exchange): a system error, not a peer's.
+  return mixccl_plugin::guarded(kPrefix, "commInitRank", mixcclSystemError, [&] {
     if (comm == nullptr || services == nullptr || services->allGather == nullptr ||
         services->reduce == nullptr || nranks < 1 || rank < 0 || rank >= nranks)
       return setError(mixcclInvalidArgument, kPrefix,
