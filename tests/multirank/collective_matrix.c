@@ -360,7 +360,9 @@ static int parseOptions(int argc, char** argv, int first, Options* opt, int* tim
 #include <mpi.h>
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  int provided = 0;
+  /* mixccl may call the mpi adaptor from its own init thread: not only the main thread. */
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   int rank, nranks, timeout = 600;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
