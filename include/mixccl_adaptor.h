@@ -15,7 +15,8 @@
  *    stream. Adaptors with memoryKind == MIXCCL_ADAPTOR_HOST_MEMORY receive NULL and complete
  *    every call before it returns.
  *  - Collectives are issued by every rank of the adaptor communicator in the same order, like
- *    NCCL. mixccl never calls them for mixcclAvg: it reduces with mixcclSum and divides once.
+ *    NCCL. mixccl passes mixcclAvg only where supports() says the library has it; otherwise
+ *    it reduces with mixcclSum and divides once by the rank count.
  *  - Nothing here throws; plugins written in C++ catch everything at this boundary.
  */
 #ifndef MIXCCL_ADAPTOR_H_
