@@ -137,6 +137,12 @@ Result pointToPoint(const char* fn, WorkItem::Kind kind, const void* buf, size_t
   MIXCCL_CHECK(commonChecks(fn, comm, type, stream));
   MIXCCL_CHECK(checkRank(fn, "peer", peer, comm->nranks));
   MIXCCL_CHECK(checkBuffer(fn, "buffer", buf, count, 1, type, &bytes));
+  if (comm->adaptor->table->memoryKind == MIXCCL_ADAPTOR_DEVICE_MEMORY &&
+      !(comm->domainMap.single() && comm->domainComm))
+    return raiseError(mixcclInvalidUsage,
+                      "%s: Send/Recv of %s device memory in a job with several domains is not "
+                      "supported yet (collectives are; docs/adaptors.md)", fn,
+                      comm->adaptor->name.c_str());
   WorkItem w;
   w.comm = comm;
   w.name = fn;
@@ -144,6 +150,9 @@ Result pointToPoint(const char* fn, WorkItem::Kind kind, const void* buf, size_t
   w.peer = peer;
   w.buf = const_cast<void*>(buf);
   w.bytes = bytes;
+  w.count = count;
+  w.type = type;
+  w.stream = stream;
   return submitWork(std::move(w));
 }
 

@@ -73,20 +73,6 @@ Result exchangeTopology(Comm* comm, const std::string& socketInterface) {
              target.c_str(), topologyLastError().c_str());
     });
   }
-  // The progress thread serves that NIC: bind it to the CPUs near it (a no-op with one NUMA
-  // node). Never fatal: a failure is logged and the thread stays where it was.
-  if (comm->proxy && !nic.name.empty()) {
-    std::shared_ptr<LocalTopology> topo = local;
-    std::string target = nic.name;
-    comm->proxy->runOnProgressThread([topo, target, rank] {
-      BindPlan plan;
-      if (bindThreadNear(*topo, target, &plan) == mixcclSuccess)
-        INFO(kLogInit | kLogProxy, "rank %d: proxy thread: %s", rank, plan.note.c_str());
-      else
-        INFO(kLogInit | kLogProxy, "rank %d: proxy thread not bound near %s: %s", rank,
-             target.c_str(), topologyLastError().c_str());
-    });
-  }
 
   RankTopology mine;
   std::vector<uint8_t> all((size_t)nranks * kRankTopologyWireBytes);

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <deque>
 
+#include "adaptors/adaptor_loader.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "core/mismatch_check.h"
@@ -32,6 +33,28 @@ Result matchSelfTransfers(Comm* comm, const std::vector<WorkItem*>& items) {
   return mixcclSuccess;
 }
 
+// Device memory (one native domain): the sends and receives go to the library in one group.
+Result nativeTransfers(Comm* comm, const std::vector<WorkItem*>& items) {
+  const mixcclAdaptor_v1_t& t = comm->domainComm->table();
+  void* nc = comm->domainComm->native();
+  bool any = false;
+  for (WorkItem* w : items) any = any || w->kind != WorkItem::Kind::Collective;
+  if (!any) return mixcclSuccess;
+  if (t.groupStart() != mixcclSuccess)
+    return raiseError(mixcclInternalError, "%s adaptor: groupStart failed: %s", t.name, t.lastError());
+  mixcclResult_t r = mixcclSuccess;
+  for (WorkItem* w : items) {
+    if (r != mixcclSuccess || w->kind == WorkItem::Kind::Collective) continue;
+    r = w->kind == WorkItem::Kind::Send ? t.send(w->buf, w->count, w->type, w->peer, nc, w->stream)
+                                        : t.recv(w->buf, w->count, w->type, w->peer, nc, w->stream);
+  }
+  mixcclResult_t end = t.groupEnd();
+  if (r == mixcclSuccess) r = end;
+  if (r != mixcclSuccess)
+    return raiseError(r, "%s adaptor: native Send/Recv failed: %s", t.name, t.lastError());
+  return mixcclSuccess;
+}
+
 }  // namespace
 
 Result executeOnComm(Comm* comm, const std::vector<WorkItem*>& items) {
@@ -41,9 +64,11 @@ Result executeOnComm(Comm* comm, const std::vector<WorkItem*>& items) {
     return raiseError(failed, "rank %d: the communicator has failed earlier: %s", comm->rank,
                       why.c_str());
   Deadline deadline = Deadline::afterSeconds(comm->config.timeoutS);
+  const bool deviceMemory = comm->adaptor->table->memoryKind == MIXCCL_ADAPTOR_DEVICE_MEMORY;
+  if (deviceMemory) MIXCCL_CHECK(nativeTransfers(comm, items));
   Transfers p2p(*comm->proxy, deadline);
   for (WorkItem* w : items) {
-    if (w->kind == WorkItem::Kind::Collective || w->peer == comm->rank) continue;
+    if (deviceMemory || w->kind == WorkItem::Kind::Collective || w->peer == comm->rank) continue;
     if (w->kind == WorkItem::Kind::Send) p2p.send(w->peer, w->buf, w->bytes);
     else p2p.recv(w->peer, w->buf, w->bytes);
   }
@@ -65,7 +90,7 @@ Result executeOnComm(Comm* comm, const std::vector<WorkItem*>& items) {
     if (first == mixcclSuccess) first = t.waitAll();
     if (first != mixcclSuccess) break;
   }
-  Result selfResult = matchSelfTransfers(comm, items);
+  Result selfResult = deviceMemory ? mixcclSuccess : matchSelfTransfers(comm, items);
   Result p2pResult = p2p.waitAll();
   if (first == mixcclSuccess) first = p2pResult;
   if (first == mixcclSuccess) first = selfResult;

@@ -20,6 +20,10 @@ struct WorkItem {
   int peer = -1;
   void* buf = nullptr;
   size_t bytes = 0;
+  // Point-to-point on a device adaptor goes to its native library with these.
+  size_t count = 0;
+  mixcclDataType_t type = mixcclUint8;
+  void* stream = nullptr;
   std::function<Result(CollContext&)> run;
   CollDesc desc;  // collectives: the call as MIXCCL_CHECK_MISMATCH compares it across ranks
 };
