@@ -55,7 +55,7 @@ class ListenerRegistration {
 };
 
 // Transport per pair of ranks: shared memory between ranks of one host (same hostHash) unless
-// MIXCCL_SHM_DISABLE=1 or MIXCCL_NET=socket; sockets otherwise. Logs the choice (INFO).
+// MIXCCL_SHM_DISABLE=1 or MIXCCL_NET=socket (or config.netName "socket"); sockets otherwise. Logs the choice (INFO).
 Result connectShm(Comm* comm, const UniqueIdData& id, const std::vector<std::vector<Socket>>& conns,
                   const Deadline& deadline, std::vector<std::unique_ptr<ShmLink>>* shm) {
   ShmParams sp;
@@ -66,7 +66,8 @@ Result connectShm(Comm* comm, const UniqueIdData& id, const std::vector<std::vec
   sp.cma = env().shmCma;
   sp.cmaThreshold = env().shmCmaThreshold;
   const char* off = env().shmDisable ? "MIXCCL_SHM_DISABLE=1"
-                    : env().net == "socket" ? "MIXCCL_NET=socket" : nullptr;
+                    : comm->config.netExplicit && comm->config.netName == "socket"
+                        ? "MIXCCL_NET=socket / config.netName" : nullptr;
   MIXCCL_CHECK(setupShmLinks(sp, comm->peers, shmCandidates(sp, comm->peers), off == nullptr,
                              conns, deadline, shm));
   for (int r = 0; r < comm->nranks; ++r) {

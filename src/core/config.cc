@@ -12,7 +12,10 @@ Result resolveConfig(const mixcclConfig_t* config, CommConfig* out) {
   CommConfig c;
   c.timeoutS = env().timeoutS;
   c.nsocksPerPeer = env().nsocksPerPeer;
-  if (!env().net.empty()) c.netName = env().net;
+  if (!env().net.empty()) {
+    c.netName = env().net;
+    c.netExplicit = true;
+  }
   if (!env().adaptor.empty()) c.adaptor = env().adaptor;
   if (config) {
     if (config->magic != MIXCCL_CONFIG_MAGIC || config->size < sizeof(size_t) + 2 * sizeof(unsigned))
@@ -33,7 +36,10 @@ Result resolveConfig(const mixcclConfig_t* config, CommConfig* out) {
                           config->timeout);
       c.timeoutS = config->timeout;
     }
-    if (MIXCCL_HAS(netName) && config->netName) c.netName = config->netName;
+    if (MIXCCL_HAS(netName) && config->netName) {
+      c.netName = config->netName;
+      c.netExplicit = true;
+    }
     if (MIXCCL_HAS(commName) && config->commName) c.commName = config->commName;
     if (MIXCCL_HAS(adaptor) && config->adaptor) c.adaptor = config->adaptor;
     if (MIXCCL_HAS(nsocksPerPeer) && config->nsocksPerPeer != MIXCCL_CONFIG_UNDEF_INT) {

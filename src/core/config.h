@@ -13,6 +13,9 @@ struct CommConfig {
   int timeoutS = 300;
   int nsocksPerPeer = 0;  // 0: automatic per peer (1 on the same host, 2 across hosts)
   std::string netName = "socket";
+  // netName was asked for (MIXCCL_NET or config.netName): "socket" then also carries the
+  // traffic of same-host peers instead of shared memory.
+  bool netExplicit = false;
   std::string commName;
   std::string adaptor;  // empty: detected at init (nccl with a usable GPU, else host)
 };

@@ -6,7 +6,8 @@
  * every type (fp8 included), so results are compared bit for bit.
  *
  * usage: collective_matrix NRANKS [--coll a,b,...] [--quick] [--timeout S] [--adaptors a,b,...]
- * --adaptors gives each rank its device adaptor (item r for rank r), so one job mixes domains.
+ * --adaptors gives each rank its device adaptor (item r for rank r), so one job mixes domains;
+ * --net sets config.netName on every rank.
  * Built with MATRIX_UNDER_MPI it runs as an MPI program under mpirun instead of forking: each
  * process is one rank (every process calls MPI_Init, which Open MPI needs when some ranks use
  * the mpi adaptor), the unique id travels by MPI_Bcast. */
@@ -331,6 +332,8 @@ static int parseOptions(int argc, char** argv, int first, Options* opt, int* tim
   for (int a = first; a < argc; ++a) {
     if (!strcmp(argv[a], "--adaptors") && a + 1 < argc) {
       gHarnessAdaptors = argv[++a];
+    } else if (!strcmp(argv[a], "--net") && a + 1 < argc) {
+      gHarnessNet = argv[++a]; /* config.netName of every rank */
     } else if (!strcmp(argv[a], "--quick")) {
       opt->quick = 1;
     } else if (!strcmp(argv[a], "--corrupt")) {

@@ -29,6 +29,8 @@ static inline double harnessNow(void) {
 /* Optional per-rank device adaptors, "host,gloo,gloo,host" (item r for rank r): ranks of
  * one forked job then form several domains. NULL: the default adaptor for every rank. */
 static const char* gHarnessAdaptors;
+/* Optional config.netName for every rank (NULL: unset). */
+static const char* gHarnessNet;
 
 /* Item r of a comma-separated list into buf ("" when the list is shorter). */
 static inline void harnessListItem(const char* list, int r, char* buf, size_t len) {
@@ -48,11 +50,12 @@ static inline void harnessListItem(const char* list, int r, char* buf, size_t le
 /* Joins the communicator as rank r, with rank r's adaptor from gHarnessAdaptors if set. */
 static inline mixcclResult_t harnessInitRank(mixcclComm_t* comm, int nranks, mixcclUniqueId id,
                                              int r) {
-  if (!gHarnessAdaptors) return mixcclCommInitRank(comm, nranks, id, r);
+  if (!gHarnessAdaptors && !gHarnessNet) return mixcclCommInitRank(comm, nranks, id, r);
   char adaptor[64];
   harnessListItem(gHarnessAdaptors, r, adaptor, sizeof(adaptor));
   mixcclConfig_t config = MIXCCL_CONFIG_INITIALIZER;
   config.adaptor = adaptor[0] ? adaptor : NULL;
+  config.netName = gHarnessNet;
   return mixcclCommInitRankConfig(comm, nranks, id, r, &config);
 }
 
