@@ -158,7 +158,12 @@ MIXCCL_API mixcclResult_t mixcclCommFinalize(mixcclComm_t comm) {
   if (!ref) return badComm("mixcclCommFinalize", comm);
   Result ready = checkCommReady("mixcclCommFinalize", ref.get());
   if (ready != mixcclSuccess) return finishCall(ref.get(), ready);
-  // Host-memory calls complete before they return, so nothing is outstanding here.
+  // Host-memory calls complete before they return; staged device collectives (several
+  // domains) may still be queued: finish them first, like ncclCommFinalize.
+  {
+    std::lock_guard<std::mutex> lock(ref->stagedMutex);
+    if (ref->staged) ref->staged->waitIdle();
+  }
   ref->finalized.store(true);
   std::string why;
   return finishCall(ref.get(), ref->proxy->error(&why));
@@ -168,6 +173,7 @@ MIXCCL_API mixcclResult_t mixcclCommDestroy(mixcclComm_t comm) {
   if (!comm) return mixcclSuccess;  // like free(NULL) and ncclCommDestroy(NULL)
   if (!unregisterComm(comm)) return badComm("mixcclCommDestroy", comm);
   comm->stopInit();  // a non-blocking init still running is cancelled and joined
+  comm->staged.reset();  // queued staged collectives finish before the goodbye
   if (comm->proxy) comm->proxy->shutdownGracefully();
   releaseComm(comm);
   return mixcclSuccess;
@@ -179,6 +185,10 @@ MIXCCL_API mixcclResult_t mixcclCommAbort(mixcclComm_t comm) {
   if (!ref || !unregisterComm(comm)) return badComm("mixcclCommAbort", comm);
   ref->stopInit();  // a non-blocking init still running is cancelled and joined
   if (ref->domainComm) ref->domainComm->abort();
+  {
+    std::lock_guard<std::mutex> lock(ref->stagedMutex);
+    if (ref->staged) ref->staged->abort();
+  }
   if (ref->proxy)
     ref->proxy->abort("rank " + std::to_string(ref->rank) + ": mixcclCommAbort was called");
   releaseComm(comm);  // the owner's reference; ref keeps it alive until this returns

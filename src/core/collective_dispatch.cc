@@ -8,6 +8,7 @@
 #include "algo/hierarchical.h"
 #include "algo/reduce.h"
 #include "core/domain_comm.h"
+#include "core/staged_executor.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -143,32 +144,72 @@ Result runAcrossDomains(Comm* comm, CollContext& c, const CollCall& call, bool u
   return hierarchicalBroadcast(h, call.sendbuf, call.recvbuf, call.count, call.type, call.root);
 }
 
-// Device memory in a mixed job: copy in to host staging, run the host path (in-domain steps
-// on mixccl's transport), copy out. Synchronises the stream around the host phase.
-Result runStaged(Comm* comm, CollContext& c, const CollCall& call) {
+// Device memory in a mixed job (see staged_executor.h): enqueue copy-out, hand-over, hold,
+// copy-in on the caller's stream and return; the executor thread runs the host-memory
+// algorithm (in-domain steps on mixccl's transport) when the stream reaches the job.
+Result runStaged(Comm* comm, const CollCall& call) {
   const mixcclAdaptor_v1_t& t = *comm->adaptor->table;
   size_t sendBytes = 0, recvBytes = 0;
   callBytes(call, comm->rank, comm->nranks, &sendBytes, &recvBytes);
-  struct HostBuf {
-    const mixcclAdaptor_v1_t& t;
-    void* p = nullptr;
-    ~HostBuf() { if (p) t.hostFree(p); }
-  } hs{t}, hr{t};
-  if (sendBytes) MIXCCL_CHECK(nativeCheck(t, "hostAlloc", t.hostAlloc(&hs.p, sendBytes)));
-  if (recvBytes) MIXCCL_CHECK(nativeCheck(t, "hostAlloc", t.hostAlloc(&hr.p, recvBytes)));
-  if (sendBytes)
-    MIXCCL_CHECK(nativeCheck(t, "memcpy device to host",
-                             t.memcpyAsync(hs.p, call.sendbuf, sendBytes, mixcclCopyDeviceToHost, call.stream)));
-  MIXCCL_CHECK(nativeCheck(t, "streamSynchronize", t.streamSynchronize(call.stream)));
+  {
+    std::lock_guard<std::mutex> lock(comm->stagedMutex);
+    if (!comm->staged)
+      comm->staged.reset(new StagedExecutor([comm](Result r, const std::string& why) {
+        comm->proxy->fail(r, "device staging: " + why);
+      }));
+  }
+  auto job = std::make_shared<StagedJob>();
+  job->table = &t;
+  job->holdSeconds = comm->config.timeoutS;
+  if (sendBytes) MIXCCL_CHECK(nativeCheck(t, "hostAlloc", t.hostAlloc(&job->hostSend, sendBytes)));
+  if (recvBytes) MIXCCL_CHECK(nativeCheck(t, "hostAlloc", t.hostAlloc(&job->hostRecv, recvBytes)));
+  MIXCCL_CHECK(nativeCheck(t, "eventCreate", t.eventCreate(&job->event)));
   CollCall host = call;
-  host.sendbuf = hs.p;
-  host.recvbuf = hr.p;
+  host.sendbuf = job->hostSend;
+  host.recvbuf = job->hostRecv;
   host.stream = nullptr;
-  MIXCCL_CHECK(runAcrossDomains(comm, c, host, /*useNative=*/false));
-  if (recvBytes)
-    MIXCCL_CHECK(nativeCheck(t, "memcpy host to device",
-                             t.memcpyAsync(call.recvbuf, hr.p, recvBytes, mixcclCopyHostToDevice, call.stream)));
-  return nativeCheck(t, "streamSynchronize", t.streamSynchronize(call.stream));
+  job->run = [comm, host]() {
+    Transfers tr(*comm->proxy, Deadline::afterSeconds(comm->config.timeoutS));
+    CollContext ctx{comm->rank, comm->nranks, tr, env().chunkBytes};
+    Result r = runAcrossDomains(comm, ctx, host, /*useNative=*/false);
+    Result w = tr.waitAll();
+    return r != mixcclSuccess ? r : w;
+  };
+  // From here the executor owns the job (and frees its staging once the stream is past it).
+  comm->staged->submit(job);
+  void* s = call.stream;
+  mixcclResult_t r = mixcclSuccess;
+  const char* step = "memcpy device to host";
+  if (sendBytes) r = t.memcpyAsync(job->hostSend, call.sendbuf, sendBytes, mixcclCopyDeviceToHost, s);
+  if (r == mixcclSuccess) {
+    step = "launchHostFunc";
+    r = t.launchHostFunc(s, &StagedExecutor::markReady, job.get());
+  }
+  if (r != mixcclSuccess) {
+    // Nothing of the job is on the stream: it must never run (its peers see this rank fail).
+    std::lock_guard<std::mutex> lock(job->m);
+    job->cancelled = job->ready = job->done = true;
+    job->cv.notify_all();
+    Result e = nativeCheck(t, step, r);
+    comm->proxy->fail(e, threadLastError());
+    return e;
+  }
+  r = t.launchHostFunc(s, &StagedExecutor::holdUntilDone, job.get());
+  step = "launchHostFunc";
+  if (r == mixcclSuccess && recvBytes) {
+    step = "memcpy host to device";
+    r = t.memcpyAsync(call.recvbuf, job->hostRecv, recvBytes, mixcclCopyHostToDevice, s);
+  }
+  if (r == mixcclSuccess) {
+    step = "eventRecord";
+    r = t.eventRecord(job->event, s);
+  }
+  if (r != mixcclSuccess) {
+    Result e = nativeCheck(t, step, r);
+    comm->proxy->fail(e, threadLastError());
+    return e;
+  }
+  return mixcclSuccess;
 }
 
 }  // namespace
@@ -197,7 +238,7 @@ Result runCollective(Comm* comm, CollContext& c, const CollCall& call) {
   if (single && comm->domainComm) return runNative(comm, c, call);
   if (single) return runFlat(c, call);
   if (comm->adaptor->table->memoryKind == MIXCCL_ADAPTOR_DEVICE_MEMORY)
-    return runStaged(comm, c, call);
+    return runStaged(comm, call);
   return runAcrossDomains(comm, c, call, /*useNative=*/true);
 }
 

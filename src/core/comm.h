@@ -14,6 +14,7 @@
 #include "core/config.h"
 #include "core/domain_comm.h"
 #include "core/domains.h"
+#include "core/staged_executor.h"
 #include "proxy/proxy.h"
 #include "topology/topology.h"
 
@@ -33,6 +34,10 @@ struct mixcclComm {
   const mixccl::Adaptor* adaptor = nullptr;
   mixccl::DomainMap domainMap;
   std::unique_ptr<mixccl::DomainComm> domainComm;
+  // Device memory in a job with several domains: the thread that runs staged collectives in
+  // stream order (staged_executor.h); made at the first such call.
+  std::mutex stagedMutex;
+  std::unique_ptr<mixccl::StagedExecutor> staged;
 
   std::atomic<int> refs{1};  // the owner's reference plus one per API call in progress
   std::atomic<bool> finalized{false};

@@ -34,12 +34,13 @@ Result matchSelfTransfers(Comm* comm, const std::vector<WorkItem*>& items) {
 }
 
 // Device memory (one native domain): the sends and receives go to the library in one group.
+// (Several domains: Send/Recv of device memory were refused when they were called.)
 Result nativeTransfers(Comm* comm, const std::vector<WorkItem*>& items) {
-  const mixcclAdaptor_v1_t& t = comm->domainComm->table();
-  void* nc = comm->domainComm->native();
   bool any = false;
   for (WorkItem* w : items) any = any || w->kind != WorkItem::Kind::Collective;
-  if (!any) return mixcclSuccess;
+  if (!any || !comm->domainComm) return mixcclSuccess;
+  const mixcclAdaptor_v1_t& t = comm->domainComm->table();
+  void* nc = comm->domainComm->native();
   if (t.groupStart() != mixcclSuccess)
     return raiseError(mixcclInternalError, "%s adaptor: groupStart failed: %s", t.name, t.lastError());
   mixcclResult_t r = mixcclSuccess;
@@ -76,6 +77,8 @@ Result executeOnComm(Comm* comm, const std::vector<WorkItem*>& items) {
   for (WorkItem* w : items) {
     if (w->kind != WorkItem::Kind::Collective) continue;
     if (env().checkMismatch && w->desc.valid()) {
+      // Staged device collectives use the proxy from their own thread: let them finish.
+      if (comm->staged) comm->staged->waitIdle();
       // Every rank reaches the same verdict, so a mismatch stops the group on all of them.
       Transfers check(*comm->proxy, deadline);
       CollContext checkCtx{comm->rank, comm->nranks, check, env().chunkBytes};

@@ -1,0 +1,142 @@
+#include "core/staged_executor.h"
+
+#include <chrono>
+
+#include "core/error.h"
+#include "core/log.h"
+
+namespace mixccl {
+
+StagedExecutor::StagedExecutor(std::function<void(Result, const std::string&)> onError)
+    : onError_(std::move(onError)) {
+  thread_ = std::thread([this] { run(); });
+}
+
+StagedExecutor::~StagedExecutor() {
+  {
+    std::unique_lock<std::mutex> lock(m_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+  reclaim(/*waitForStreams=*/true);
+}
+
+void StagedExecutor::markReady(void* arg) {
+  StagedJob* job = static_cast<StagedJob*>(arg);
+  {
+    std::lock_guard<std::mutex> lock(job->m);
+    job->ready = true;
+  }
+  job->cv.notify_all();
+}
+
+void StagedExecutor::holdUntilDone(void* arg) {
+  StagedJob* job = static_cast<StagedJob*>(arg);
+  std::unique_lock<std::mutex> lock(job->m);
+  // Bounded: by then the communicator has failed the job (timeout) and reports it.
+  job->cv.wait_for(lock, std::chrono::seconds(job->holdSeconds + 5), [job] { return job->done; });
+}
+
+void StagedExecutor::submit(std::shared_ptr<StagedJob> job) {
+  reclaim(/*waitForStreams=*/false);
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    queue_.push_back(job);
+    inFlight_.push_back(job);
+  }
+  cv_.notify_all();
+}
+
+void StagedExecutor::waitIdle() {
+  std::unique_lock<std::mutex> lock(m_);
+  cv_.wait(lock, [this] { return (queue_.empty() && running_ == 0) || aborted_; });
+}
+
+void StagedExecutor::abort() {
+  std::deque<std::shared_ptr<StagedJob>> dropped;
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    aborted_ = true;
+    dropped.swap(queue_);
+    if (current_) dropped.push_back(current_);
+  }
+  cv_.notify_all();
+  for (auto& job : dropped) {
+    std::lock_guard<std::mutex> lock(job->m);
+    job->done = true;
+    job->ready = true;
+    job->cv.notify_all();
+  }
+}
+
+void StagedExecutor::run() {
+  for (;;) {
+    std::shared_ptr<StagedJob> job;
+    {
+      std::unique_lock<std::mutex> lock(m_);
+      cv_.wait(lock, [this] { return stop_ || aborted_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stop_ (after draining) or abort
+      job = queue_.front();
+      queue_.pop_front();
+      current_ = job;
+      ++running_;
+    }
+    bool skip;
+    {
+      // The stream reaches the job when the work before it on the stream is done.
+      std::unique_lock<std::mutex> lock(job->m);
+      job->cv.wait(lock, [&] { return job->ready; });
+      skip = job->cancelled;
+    }
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      skip = skip || aborted_;
+    }
+    Result r = skip ? mixcclSuccess : job->run();
+    if (r != mixcclSuccess) onError_(r, threadLastError());
+    {
+      std::lock_guard<std::mutex> lock(job->m);
+      job->done = true;
+    }
+    job->cv.notify_all();
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      current_.reset();
+      --running_;
+    }
+    cv_.notify_all();
+  }
+}
+
+// Frees the staging of jobs whose copy back has run on their stream (oldest first).
+void StagedExecutor::reclaim(bool waitForStreams) {
+  for (;;) {
+    std::shared_ptr<StagedJob> job;
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      if (inFlight_.empty()) return;
+      job = inFlight_.front();
+    }
+    int finished = 0;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(job->holdSeconds + 10);
+    while (job->event && job->table->eventQuery(job->event, &finished) == mixcclSuccess &&
+           !finished && waitForStreams && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (job->event && !finished) {
+      if (!waitForStreams) return;
+      WARN(kLogColl, "device staging: a stream never passed a staged collective; its host "
+                     "buffers are leaked rather than freed under it");
+      std::lock_guard<std::mutex> lock(m_);
+      inFlight_.pop_front();
+      continue;
+    }
+    if (job->hostSend) job->table->hostFree(job->hostSend);
+    if (job->hostRecv) job->table->hostFree(job->hostRecv);
+    if (job->event) job->table->eventDestroy(job->event);
+    std::lock_guard<std::mutex> lock(m_);
+    inFlight_.pop_front();
+  }
+}
+
+}  // namespace mixccl

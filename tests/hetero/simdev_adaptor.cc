@@ -1,0 +1,241 @@
+// simdev: a simulated device adaptor for CPU-only CI. It behaves like a GPU runtime where it
+// matters to mixccl's device path:
+//  - "device pointers" are host allocations with bit 62 set: a non-canonical address, so any
+//    host code that dereferences one faults at once instead of silently working;
+//  - every stream is a worker thread running its queue in order (copies, host functions,
+//    event records, waits), so work is asynchronous and ordered exactly as on a real stream;
+//  - there are no native collectives (in a job with several domains mixccl stages device
+//    memory through host buffers and never calls them; alone, init says so).
+// Not shipped: built by tests/hetero for the device-staging tests.
+#include <condition_variable>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "../../plugins/adaptors/common/plugin_support.h"
+
+namespace {
+
+using mixccl_plugin::setError;
+const char* kPrefix = "simdev adaptor";
+constexpr uintptr_t kDeviceTag = uintptr_t(1) << 62;
+
+bool isDevice(const void* p) { return (reinterpret_cast<uintptr_t>(p) & kDeviceTag) != 0; }
+void* untag(const void* p) { return reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(p) & ~kDeviceTag); }
+void* tag(void* p) { return reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(p) | kDeviceTag); }
+
+class Stream {
+ public:
+  Stream() : thread_([this] { run(); }) {}
+  ~Stream() {
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void enqueue(std::function<void()> fn) {
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      q_.push_back(std::move(fn));
+      ++enqueued_;
+    }
+    cv_.notify_all();
+  }
+  // Waits until everything enqueued so far has run.
+  void synchronize() {
+    std::unique_lock<std::mutex> lock(m_);
+    uint64_t target = enqueued_;
+    cv_.wait(lock, [&] { return finished_ >= target; });
+  }
+
+ private:
+  void run() {
+    std::unique_lock<std::mutex> lock(m_);
+    for (;;) {
+      cv_.wait(lock, [&] { return stop_ || !q_.empty(); });
+      if (q_.empty()) return;
+      std::function<void()> fn = std::move(q_.front());
+      q_.pop_front();
+      lock.unlock();
+      fn();
+      lock.lock();
+      ++finished_;
+      cv_.notify_all();
+    }
+  }
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> q_;
+  uint64_t enqueued_ = 0, finished_ = 0;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+struct Event {
+  std::mutex m;
+  std::condition_variable cv;
+  uint64_t recorded = 0, reached = 0;  // an event never recorded counts as complete
+};
+
+Stream& defaultStream() {
+  static Stream* s = new Stream;  // lives for the process: host functions may run at exit
+  return *s;
+}
+Stream& streamOf(void* s) { return s ? *static_cast<Stream*>(s) : defaultStream(); }
+
+mixcclResult_t init() { return mixcclSuccess; }
+const char* lastError() { return mixccl_plugin::lastErrorString().c_str(); }
+mixcclResult_t getDeviceCount(int* n) { *n = 1; return mixcclSuccess; }
+mixcclResult_t setDevice(int d) {
+  return d == 0 ? mixcclSuccess : setError(mixcclInvalidArgument, kPrefix, "no device %d", d);
+}
+mixcclResult_t getDevice(int* d) { *d = 0; return mixcclSuccess; }
+mixcclResult_t getPciBusId(int, char* busId, size_t len) {
+  if (len) busId[0] = 0;
+  return mixcclSuccess;
+}
+mixcclResult_t memAlloc(void** p, size_t bytes) {
+  void* h = malloc(bytes ? bytes : 1);
+  if (!h) return setError(mixcclSystemError, kPrefix, "out of memory (%zu bytes)", bytes);
+  *p = tag(h);
+  return mixcclSuccess;
+}
+mixcclResult_t memFree(void* p) {
+  if (p && !isDevice(p)) return setError(mixcclInvalidArgument, kPrefix, "memFree of a host pointer");
+  free(untag(p));
+  return mixcclSuccess;
+}
+mixcclResult_t hostAlloc(void** p, size_t bytes) {
+  *p = malloc(bytes ? bytes : 1);
+  return *p ? mixcclSuccess : setError(mixcclSystemError, kPrefix, "out of memory");
+}
+mixcclResult_t hostFree(void* p) {
+  if (p && isDevice(p)) return setError(mixcclInvalidArgument, kPrefix, "hostFree of a device pointer");
+  free(p);
+  return mixcclSuccess;
+}
+mixcclResult_t memcpyAsync(void* dst, const void* src, size_t bytes, mixcclAdaptorCopyKind_t kind,
+                           void* stream) {
+  bool dstDev = kind == mixcclCopyHostToDevice || kind == mixcclCopyDeviceToDevice;
+  bool srcDev = kind == mixcclCopyDeviceToHost || kind == mixcclCopyDeviceToDevice;
+  // The kind must describe the pointers: a mix-up is the bug this adaptor exists to catch.
+  if (bytes && (isDevice(dst) != dstDev || isDevice(src) != srcDev))
+    return setError(mixcclInvalidArgument, kPrefix,
+                    "memcpyAsync kind %d does not match the pointers (dst %s, src %s)", (int)kind,
+                    isDevice(dst) ? "device" : "host", isDevice(src) ? "device" : "host");
+  void* d = untag(dst);
+  const void* s = untag(src);
+  streamOf(stream).enqueue([d, s, bytes] { if (bytes) memmove(d, s, bytes); });
+  return mixcclSuccess;
+}
+mixcclResult_t streamCreate(void** s) { *s = new Stream; return mixcclSuccess; }
+mixcclResult_t streamDestroy(void* s) { delete static_cast<Stream*>(s); return mixcclSuccess; }
+mixcclResult_t streamSynchronize(void* s) { streamOf(s).synchronize(); return mixcclSuccess; }
+mixcclResult_t eventCreate(void** e) { *e = new Event; return mixcclSuccess; }
+mixcclResult_t eventDestroy(void* e) { delete static_cast<Event*>(e); return mixcclSuccess; }
+mixcclResult_t eventRecord(void* e, void* stream) {
+  Event* ev = static_cast<Event*>(e);
+  uint64_t n;
+  {
+    std::lock_guard<std::mutex> lock(ev->m);
+    n = ++ev->recorded;
+  }
+  streamOf(stream).enqueue([ev, n] {
+    std::lock_guard<std::mutex> lock(ev->m);
+    if (ev->reached < n) ev->reached = n;
+    ev->cv.notify_all();
+  });
+  return mixcclSuccess;
+}
+mixcclResult_t eventQuery(void* e, int* done) {
+  Event* ev = static_cast<Event*>(e);
+  std::lock_guard<std::mutex> lock(ev->m);
+  *done = ev->reached >= ev->recorded;
+  return mixcclSuccess;
+}
+mixcclResult_t streamWaitEvent(void* stream, void* e) {
+  Event* ev = static_cast<Event*>(e);
+  uint64_t n;
+  {
+    std::lock_guard<std::mutex> lock(ev->m);
+    n = ev->recorded;
+  }
+  streamOf(stream).enqueue([ev, n] {
+    std::unique_lock<std::mutex> lock(ev->m);
+    ev->cv.wait(lock, [&] { return ev->reached >= n; });
+  });
+  return mixcclSuccess;
+}
+mixcclResult_t launchHostFunc(void* stream, void (*fn)(void*), void* arg) {
+  streamOf(stream).enqueue([fn, arg] { fn(arg); });
+  return mixcclSuccess;
+}
+
+int supports(const char*, mixcclDataType_t, mixcclRedOp_t) { return 0; }
+mixcclResult_t noNative() {
+  return setError(mixcclInvalidUsage, kPrefix,
+                  "simdev simulates a device runtime for tests and has no native collectives "
+                  "(use it next to other domains)");
+}
+mixcclResult_t getUniqueId(void*) { return noNative(); }
+mixcclResult_t commInitRank(void**, int, const void*, int, int, const mixcclAdaptorServices_t*) { return noNative(); }
+mixcclResult_t commOp(void*) { return noNative(); }
+mixcclResult_t allReduce(const void*, void*, size_t, mixcclDataType_t, mixcclRedOp_t, void*, void*) { return noNative(); }
+mixcclResult_t allGather(const void*, void*, size_t, mixcclDataType_t, void*, void*) { return noNative(); }
+mixcclResult_t reduceScatter(const void*, void*, size_t, mixcclDataType_t, mixcclRedOp_t, void*, void*) { return noNative(); }
+mixcclResult_t broadcast(const void*, void*, size_t, mixcclDataType_t, int, void*, void*) { return noNative(); }
+mixcclResult_t reduce(const void*, void*, size_t, mixcclDataType_t, mixcclRedOp_t, int, void*, void*) { return noNative(); }
+mixcclResult_t send(const void*, size_t, mixcclDataType_t, int, void*, void*) { return noNative(); }
+mixcclResult_t recv(void*, size_t, mixcclDataType_t, int, void*, void*) { return noNative(); }
+mixcclResult_t group() { return mixcclSuccess; }
+
+mixcclAdaptor_v1_t makeTable() {
+  mixcclAdaptor_v1_t t{};
+  t.abiVersion = MIXCCL_ADAPTOR_ABI_VERSION;
+  t.name = "simdev";
+  t.memoryKind = MIXCCL_ADAPTOR_DEVICE_MEMORY;
+  t.init = init;
+  t.lastError = lastError;
+  t.getDeviceCount = getDeviceCount;
+  t.setDevice = setDevice;
+  t.getDevice = getDevice;
+  t.getPciBusId = getPciBusId;
+  t.memAlloc = memAlloc;
+  t.memFree = memFree;
+  t.hostAlloc = hostAlloc;
+  t.hostFree = hostFree;
+  t.memcpyAsync = memcpyAsync;
+  t.streamCreate = streamCreate;
+  t.streamDestroy = streamDestroy;
+  t.streamSynchronize = streamSynchronize;
+  t.eventCreate = eventCreate;
+  t.eventDestroy = eventDestroy;
+  t.eventRecord = eventRecord;
+  t.eventQuery = eventQuery;
+  t.streamWaitEvent = streamWaitEvent;
+  t.launchHostFunc = launchHostFunc;
+  t.supports = supports;
+  t.getUniqueId = getUniqueId;
+  t.commInitRank = commInitRank;
+  t.commDestroy = commOp;
+  t.commAbort = commOp;
+  t.allReduce = allReduce;
+  t.allGather = allGather;
+  t.reduceScatter = reduceScatter;
+  t.broadcast = broadcast;
+  t.reduce = reduce;
+  t.send = send;
+  t.recv = recv;
+  t.groupStart = group;
+  t.groupEnd = group;
+  return t;
+}
+
+}  // namespace
+
+MIXCCL_EXPORT_ADAPTOR = makeTable();
