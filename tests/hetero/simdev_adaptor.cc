@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "../../plugins/adaptors/common/plugin_support.h"
+#include "../../plugins/adaptors/common/table_entries.h"
 
 namespace {
 
@@ -184,7 +185,8 @@ mixcclResult_t noNative() {
 }
 mixcclResult_t getUniqueId(void*) { return noNative(); }
 mixcclResult_t commInitRank(void**, int, const void*, int, int, const mixcclAdaptorServices_t*) { return noNative(); }
-mixcclResult_t commOp(void*) { return noNative(); }
+mixcclResult_t commDestroy(void*) { return noNative(); }
+mixcclResult_t commAbort(void*) { return noNative(); }
 mixcclResult_t allReduce(const void*, void*, size_t, mixcclDataType_t, mixcclRedOp_t, void*, void*) { return noNative(); }
 mixcclResult_t allGather(const void*, void*, size_t, mixcclDataType_t, void*, void*) { return noNative(); }
 mixcclResult_t reduceScatter(const void*, void*, size_t, mixcclDataType_t, mixcclRedOp_t, void*, void*) { return noNative(); }
@@ -192,7 +194,8 @@ mixcclResult_t broadcast(const void*, void*, size_t, mixcclDataType_t, int, void
 mixcclResult_t reduce(const void*, void*, size_t, mixcclDataType_t, mixcclRedOp_t, int, void*, void*) { return noNative(); }
 mixcclResult_t send(const void*, size_t, mixcclDataType_t, int, void*, void*) { return noNative(); }
 mixcclResult_t recv(void*, size_t, mixcclDataType_t, int, void*, void*) { return noNative(); }
-mixcclResult_t group() { return mixcclSuccess; }
+mixcclResult_t groupStart() { return mixcclSuccess; }
+mixcclResult_t groupEnd() { return mixcclSuccess; }
 
 mixcclAdaptor_v1_t makeTable() {
   mixcclAdaptor_v1_t t{};
@@ -201,38 +204,8 @@ mixcclAdaptor_v1_t makeTable() {
   t.memoryKind = MIXCCL_ADAPTOR_DEVICE_MEMORY;
   t.init = init;
   t.lastError = lastError;
-  t.getDeviceCount = getDeviceCount;
-  t.setDevice = setDevice;
-  t.getDevice = getDevice;
-  t.getPciBusId = getPciBusId;
-  t.memAlloc = memAlloc;
-  t.memFree = memFree;
-  t.hostAlloc = hostAlloc;
-  t.hostFree = hostFree;
-  t.memcpyAsync = memcpyAsync;
-  t.streamCreate = streamCreate;
-  t.streamDestroy = streamDestroy;
-  t.streamSynchronize = streamSynchronize;
-  t.eventCreate = eventCreate;
-  t.eventDestroy = eventDestroy;
-  t.eventRecord = eventRecord;
-  t.eventQuery = eventQuery;
-  t.streamWaitEvent = streamWaitEvent;
-  t.launchHostFunc = launchHostFunc;
-  t.supports = supports;
-  t.getUniqueId = getUniqueId;
-  t.commInitRank = commInitRank;
-  t.commDestroy = commOp;
-  t.commAbort = commOp;
-  t.allReduce = allReduce;
-  t.allGather = allGather;
-  t.reduceScatter = reduceScatter;
-  t.broadcast = broadcast;
-  t.reduce = reduce;
-  t.send = send;
-  t.recv = recv;
-  t.groupStart = group;
-  t.groupEnd = group;
+  MIXCCL_DEVICE_RUNTIME_ENTRIES(t);
+  MIXCCL_COLLECTIVE_ENTRIES(t);
   return t;
 }
 

@@ -21,6 +21,7 @@
 #include "gloo_mesh.h"
 #include "host_runtime.h"
 #include "plugin_support.h"
+#include "../common/table_entries.h"
 
 using mixccl_plugin::setError;
 using mixccl_plugin::typeName;
@@ -433,20 +434,7 @@ mixcclAdaptor_v1_t makeTable() {
   t.init = init;
   t.lastError = lastError;
   MIXCCL_HOST_RUNTIME_ENTRIES(t);
-  t.supports = supports;
-  t.getUniqueId = getUniqueId;
-  t.commInitRank = commInitRank;
-  t.commDestroy = commDestroy;
-  t.commAbort = commAbort;
-  t.allReduce = allReduce;
-  t.allGather = allGather;
-  t.reduceScatter = reduceScatter;
-  t.broadcast = broadcast;
-  t.reduce = reduce;
-  t.send = send;
-  t.recv = recv;
-  t.groupStart = groupStart;
-  t.groupEnd = groupEnd;
+  MIXCCL_COLLECTIVE_ENTRIES(t);
   return t;
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "plugin_support.h"
+#include "../common/table_entries.h"
 
 using mixccl_plugin::setError;
 
@@ -299,38 +300,8 @@ mixcclAdaptor_v1_t makeTable() {
   t.memoryKind = MIXCCL_ADAPTOR_DEVICE_MEMORY;
   t.init = init;
   t.lastError = lastError;
-  t.getDeviceCount = getDeviceCount;
-  t.setDevice = setDevice;
-  t.getDevice = getDevice;
-  t.getPciBusId = getPciBusId;
-  t.memAlloc = memAlloc;
-  t.memFree = memFree;
-  t.hostAlloc = hostAlloc;
-  t.hostFree = hostFree;
-  t.memcpyAsync = memcpyAsync;
-  t.streamCreate = streamCreate;
-  t.streamDestroy = streamDestroy;
-  t.streamSynchronize = streamSynchronize;
-  t.eventCreate = eventCreate;
-  t.eventDestroy = eventDestroy;
-  t.eventRecord = eventRecord;
-  t.eventQuery = eventQuery;
-  t.streamWaitEvent = streamWaitEvent;
-  t.launchHostFunc = launchHostFunc;
-  t.supports = supports;
-  t.getUniqueId = getUniqueId;
-  t.commInitRank = commInitRank;
-  t.commDestroy = commDestroy;
-  t.commAbort = commAbort;
-  t.allReduce = allReduce;
-  t.allGather = allGather;
-  t.reduceScatter = reduceScatter;
-  t.broadcast = broadcast;
-  t.reduce = reduce;
-  t.send = send;
-  t.recv = recv;
-  t.groupStart = groupStart;
-  t.groupEnd = groupEnd;
+  MIXCCL_DEVICE_RUNTIME_ENTRIES(t);
+  MIXCCL_COLLECTIVE_ENTRIES(t);
   return t;
 }
 
