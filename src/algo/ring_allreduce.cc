@@ -2,7 +2,9 @@
 // Every segment is cut into chunks and each chunk moves on as soon as it is reduced, so
 // sending, receiving and reducing overlap. Bandwidth-optimal: each rank sends 2(n-1)/n of the
 // buffer.
+#include <algorithm>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "algo/algorithms.h"
@@ -52,7 +54,9 @@ Result ringAllReduce(CollContext& c, const void* sendbuf, void* recvbuf, size_t 
     if (rg.len) t.send(next, in + rg.off * es, rg.len * es);
   }
 
-  std::vector<char> scratch(kWindow * chunkElems * es);
+  // Uninitialized (no memset per call) and no larger than the largest chunk.
+  const size_t slotBytes = std::min(chunkElems, seg.size(0)) * es;
+  std::unique_ptr<char[]> scratch(new char[kWindow * slotBytes]);
   std::vector<ProxyOp*> recvOps(kWindow, nullptr);
   size_t posted = 0;
   auto postRecv = [&](size_t u) {
@@ -60,7 +64,7 @@ Result ringAllReduce(CollContext& c, const void* sendbuf, void* recvbuf, size_t 
     size_t ch = u % nchunks;
     Range rg = chunkOf(recvSeg(s), ch);
     if (!rg.len) return;
-    char* buf = s < n - 1 ? scratch.data() + (u % kWindow) * chunkElems * es : out + rg.off * es;
+    char* buf = s < n - 1 ? scratch.get() + (u % kWindow) * slotBytes : out + rg.off * es;
     recvOps[u % kWindow] = t.recv(prev, buf, rg.len * es);
   };
 
@@ -73,7 +77,7 @@ Result ringAllReduce(CollContext& c, const void* sendbuf, void* recvbuf, size_t 
     MIXCCL_CHECK(t.wait(recvOps[u % kWindow]));
     char* dst = out + rg.off * es;
     if (s < n - 1) {
-      const char* slot = scratch.data() + (u % kWindow) * chunkElems * es;
+      const char* slot = scratch.get() + (u % kWindow) * slotBytes;
       reduce(dst, in + rg.off * es, slot, rg.len, type, op);
       if (s == n - 2 && op == mixcclAvg) divideBy(dst, rg.len, type, n);
     }

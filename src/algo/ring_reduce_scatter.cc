@@ -1,7 +1,9 @@
 // Ring ReduceScatter: n-1 steps; at step s a rank sends its partial sum of block r-1-s and
 // receives block r-2-s, so that after the last step it holds block r fully reduced. Chunks
 // of a block move on as soon as they are reduced.
+#include <algorithm>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "algo/algorithms.h"
@@ -36,18 +38,19 @@ Result ringReduceScatter(CollContext& c, const void* sendbuf, void* recvbuf, siz
   for (size_t ch = 0; ch < nchunks; ++ch)
     t.send(next, in + (size_t)modRank(r - 1, n) * blockBytes + chunks.start(ch) * es,
            chunks.size(ch) * es);
-  std::vector<char> recvSlots(kWindow * chunkElems * es);
+  const size_t slotBytes = std::min(chunkElems, count) * es;  // uninitialized, chunk-sized
+  std::unique_ptr<char[]> recvSlots(new char[kWindow * slotBytes]);
   std::vector<ProxyOp*> recvOps(kWindow, nullptr);
   // One partial slot per chunk of a block: a slot is reused one step later for the same
   // chunk, whose earlier send the next rank consumes at about the same point of its own loop.
   // Fewer slots would make each rank wait for the next one to be nchunks units ahead, which
   // around a ring is a deadlock once the socket buffers are full.
-  SlotRing partials(nchunks, chunkElems * es);
+  SlotRing partials(nchunks, std::min(chunkElems, count) * es);
   size_t posted = 0;
   for (size_t u = 0; u < units; ++u) {
     for (; posted < units && posted < u + kWindow; ++posted)
       recvOps[posted % kWindow] =
-          t.recv(prev, recvSlots.data() + (posted % kWindow) * chunkElems * es,
+          t.recv(prev, recvSlots.get() + (posted % kWindow) * slotBytes,
                  chunks.size(posted % nchunks) * es);
     int s = (int)(u / nchunks);
     size_t ch = u % nchunks;
@@ -55,7 +58,7 @@ Result ringReduceScatter(CollContext& c, const void* sendbuf, void* recvbuf, siz
     int block = modRank(r - 2 - s, n);
     const char* mine = in + (size_t)block * blockBytes + chunks.start(ch) * es;
     MIXCCL_CHECK(t.wait(recvOps[u % kWindow]));
-    const char* got = recvSlots.data() + (u % kWindow) * chunkElems * es;
+    const char* got = recvSlots.get() + (u % kWindow) * slotBytes;
     if (s == n - 2) {  // block r: the final result
       char* dst = out + chunks.start(ch) * es;
       reduce(dst, mine, got, len, type, op);

@@ -544,7 +544,24 @@ void Proxy::pumpRecv(SockState& s) {
       continue;
     }
     if (left > 0) {
-      ssize_t k = streamRecv(s, dst, left);
+      // A large body goes straight to the user's buffer, and the next frame's header (when it
+      // is already there) into the empty stage in the same system call.
+      ssize_t k;
+      size_t extra = 0;
+      s.stageBegin = s.stageEnd = 0;  // empty here (staged == 0)
+      if (!s.shm) {
+        iovec iov[2] = {{dst, left}, {s.stage.data(), sizeof(FrameHeader)}};
+        msghdr msg{};
+        msg.msg_iov = iov;
+        msg.msg_iovlen = 2;
+        k = recvmsg(s.fd, &msg, MSG_DONTWAIT);
+        if (k > (ssize_t)left) {
+          extra = (size_t)k - left;
+          k = (ssize_t)left;
+        }
+      } else {
+        k = streamRecv(s, dst, left);
+      }
       if (k <= 0) {
         if (k < 0 && errno == EINTR) continue;
         if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
@@ -552,6 +569,7 @@ void Proxy::pumpRecv(SockState& s) {
                                   : std::string("receive failed: ") + strerror(errno));
         return;
       }
+      s.stageEnd = extra;
       s.recvBodyDone += (size_t)k;
       if (s.recvBodyDone < s.recvHdr.length) continue;
     }

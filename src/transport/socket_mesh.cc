@@ -15,6 +15,9 @@ namespace mixccl {
 namespace {
 
 constexpr uint32_t kConnMagic = 0x4e4e4f43;  // "CONN"
+// SO_SNDBUF / SO_RCVBUF of same-host data connections (the kernel doubles it, and caps it at
+// net.core.wmem_max / rmem_max, 4 MiB on Debian's defaults).
+constexpr int kSameHostSocketBufferBytes = 4 << 20;
 
 struct ConnHello {
   uint32_t magic;
@@ -163,6 +166,18 @@ Result connectMesh(const Socket& listener, const MeshParams& params,
   if (acceptResult != mixcclSuccess) {
     // Carry the acceptor thread's message to this thread's last error.
     return adoptError(acceptResult, acceptError);
+  }
+  // Same-host connections get large fixed buffers: loopback moves a whole chunk per system
+  // call from the first message on, instead of waiting for the kernel's autotuning to grow
+  // a 16 KiB send buffer and 128 KiB receive window (docs/performance.md). Connections to
+  // other hosts keep autotuning (its receive window grows further for long links).
+  for (int r = 0; r < params.nranks; ++r) {
+    if (r == params.rank || peers[r].hostHash != peers[params.rank].hostHash) continue;
+    for (Socket& c : (*conns)[r]) {
+      int v = kSameHostSocketBufferBytes;
+      setsockopt(c.fd(), SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
+      setsockopt(c.fd(), SOL_SOCKET, SO_RCVBUF, &v, sizeof(v));
+    }
   }
   INFO(kLogInit | kLogNet, "rank %d: connected to %d peers (MIXCCL_NSOCKS_PERPEER=%d, 0: auto)",
        params.rank, params.nranks - 1, params.nsocks);
