@@ -25,8 +25,8 @@ struct HierContext {
 
 // Native reduce-scatter in each domain, exchange of each shard with the ranks of the other
 // domains that own overlapping elements, reduction in domain order (so every owner of an
-// element computes it bit-identically), native all-gather in each domain; piece k+1's
-// reduce-scatter runs while piece k's exchange is on the wire. Avg: Sum, divided by the
+// element computes it bit-identically), native all-gather in each domain; the exchanges of
+// two pieces stay on the wire while the next piece is reduce-scattered. Avg: Sum, divided by the
 // communicator's rank count once.
 Result hierarchicalAllReduce(HierContext& h, const void* sendbuf, void* recvbuf, size_t count,
                              mixcclDataType_t type, mixcclRedOp_t op);

@@ -4,7 +4,9 @@
 //      elements there and receive theirs (each element crosses between two domains once in
 //      each direction);
 //   3. combine the partials of all domains in domain order, then all-gather in the domain.
-// Step 2 of piece k is on the wire while step 1 of piece k+1 runs (two sets of buffers).
+// Exchanges of kInFlight - 1 pieces stay posted while the next piece is reduce-scattered, so
+// the link between domains never drains while a domain's ranks synchronise in their native
+// steps (measured on a shaped link: docs/performance.md, "Across domains").
 #include <cstring>
 #include <vector>
 
@@ -13,6 +15,10 @@
 
 namespace mixccl {
 namespace {
+
+// Sets of piece buffers: piece k's exchange is finished when piece k + kInFlight - 1 has been
+// reduce-scattered and posted.
+constexpr size_t kInFlight = 3;
 
 struct PieceBuffers {
   std::vector<char> paddedIn;   // the piece padded to size * shard when it does not divide
@@ -35,7 +41,7 @@ class HierAllReduce {
     if (count_ == 0) return mixcclSuccess;
     const size_t pieceElems = pieceElemsFor();
     const size_t pieces = (count_ + pieceElems - 1) / pieceElems;
-    PieceBuffers slots[2];
+    PieceBuffers slots[kInFlight];
     for (PieceBuffers& b : slots) b.foreign.resize(h_.map.domains.size());
     Result r = runPieces(slots, pieces, pieceElems);
     // Exchange ops still posted point into slots: let them end before the buffers go.
@@ -45,15 +51,16 @@ class HierAllReduce {
 
  private:
   Result runPieces(PieceBuffers* slots, size_t pieces, size_t pieceElems) {
-    for (size_t k = 0; k <= pieces; ++k) {
+    for (size_t k = 0; k < pieces + kInFlight - 1; ++k) {
       if (k < pieces) {
         size_t off = k * pieceElems, len = std::min(pieceElems, count_ - off);
-        MIXCCL_CHECK(reduceScatterPiece(slots[k % 2], off, len));
-        postExchange(slots[k % 2], len);
+        MIXCCL_CHECK(reduceScatterPiece(slots[k % kInFlight], off, len));
+        postExchange(slots[k % kInFlight], len);
       }
-      if (k > 0) {
-        size_t off = (k - 1) * pieceElems, len = std::min(pieceElems, count_ - off);
-        MIXCCL_CHECK(finishPiece(slots[(k - 1) % 2], off, len));
+      if (k >= kInFlight - 1 && k - (kInFlight - 1) < pieces) {
+        size_t j = k - (kInFlight - 1);
+        size_t off = j * pieceElems, len = std::min(pieceElems, count_ - off);
+        MIXCCL_CHECK(finishPiece(slots[j % kInFlight], off, len));
       }
     }
     return mixcclSuccess;

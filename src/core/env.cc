@@ -48,7 +48,7 @@ EnvParams load() {
   p.checkMismatch = readInt("MIXCCL_CHECK_MISMATCH", 0, 0, 1) == 1;
   p.pluginPath = readString("MIXCCL_PLUGIN_PATH", "");
   p.domainSplit = readString("MIXCCL_DOMAIN_SPLIT", "");
-  p.hierPieceBytes = (size_t)readInt("MIXCCL_HIER_PIECE_BYTES", 4 << 20, 1024, 1LL << 30);
+  p.hierPieceBytes = (size_t)readInt("MIXCCL_HIER_PIECE_BYTES", 1 << 20, 1024, 1LL << 30);
   p.shmDisable = readInt("MIXCCL_SHM_DISABLE", 0, 0, 1) == 1;
   p.shmBytes = (size_t)readInt("MIXCCL_SHM_BYTES", 1 << 20, 4096, 1LL << 30);
   p.shmCma = readInt("MIXCCL_SHM_CMA", 0, 0, 1) == 1;  // off: slower than the ring here (docs/performance.md)
