@@ -1,4 +1,6 @@
 #include "algo/algorithms.h"
+
+#include <string>
 #include "core/env.h"
 
 namespace mixccl {
@@ -7,8 +9,14 @@ AllReduceAlgo chooseAllReduceAlgo(size_t bytes, int nranks) {
   const std::string& forced = env().algo;
   if (forced == "ring") return AllReduceAlgo::Ring;
   if (forced == "rd") return AllReduceAlgo::RecursiveDoubling;
-  return bytes < env().rdThresholdBytes && nranks > 1 ? AllReduceAlgo::RecursiveDoubling
-                                                     : AllReduceAlgo::Ring;
+  const bool powerOfTwo = nranks > 1 && (nranks & (nranks - 1)) == 0;
+  if (forced == "rh" && powerOfTwo) return AllReduceAlgo::RecursiveHalving;
+  if (bytes < env().rdThresholdBytes && nranks > 1) return AllReduceAlgo::RecursiveDoubling;
+  // With 4+ ranks, 2 log2(n) exchanges beat the ring's 2(n-1) steps up to a few MiB
+  // (docs/performance.md, "Recursive halving"); above, the ring's pipelining wins.
+  if (powerOfTwo && nranks >= 4 && bytes < env().rhThresholdBytes)
+    return AllReduceAlgo::RecursiveHalving;
+  return AllReduceAlgo::Ring;
 }
 
 }  // namespace mixccl

@@ -22,6 +22,9 @@ Result ringAllReduce(CollContext& c, const void* sendbuf, void* recvbuf, size_t 
                      mixcclDataType_t type, mixcclRedOp_t op);
 Result recursiveDoublingAllReduce(CollContext& c, const void* sendbuf, void* recvbuf,
                                   size_t count, mixcclDataType_t type, mixcclRedOp_t op);
+// Power-of-two nranks only.
+Result recursiveHalvingAllReduce(CollContext& c, const void* sendbuf, void* recvbuf,
+                                 size_t count, mixcclDataType_t type, mixcclRedOp_t op);
 Result ringAllGather(CollContext& c, const void* sendbuf, void* recvbuf, size_t count,
                      mixcclDataType_t type);
 Result ringReduceScatter(CollContext& c, const void* sendbuf, void* recvbuf, size_t count,
@@ -37,7 +40,7 @@ Result directGather(CollContext& c, const void* sendbuf, void* recvbuf, size_t c
 Result directScatter(CollContext& c, const void* sendbuf, void* recvbuf, size_t count,
                      mixcclDataType_t type, int root);
 
-enum class AllReduceAlgo { Ring, RecursiveDoubling };
+enum class AllReduceAlgo { Ring, RecursiveDoubling, RecursiveHalving };
 // MIXCCL_ALGO=ring|rd forces one; otherwise messages below MIXCCL_RD_THRESHOLD bytes take
 // recursive doubling (log2 n latency steps) and larger ones the bandwidth-optimal ring.
 AllReduceAlgo chooseAllReduceAlgo(size_t bytes, int nranks);

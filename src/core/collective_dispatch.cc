@@ -218,9 +218,14 @@ Result runFlat(CollContext& c, const CollCall& call) {
   switch (call.kind) {
     case Kind::AllReduce: {
       size_t bytes = call.count * dataTypeSize(call.type);
-      return chooseAllReduceAlgo(bytes, c.nranks) == AllReduceAlgo::Ring
-                 ? ringAllReduce(c, call.sendbuf, call.recvbuf, call.count, call.type, call.op)
-                 : recursiveDoublingAllReduce(c, call.sendbuf, call.recvbuf, call.count, call.type, call.op);
+      switch (chooseAllReduceAlgo(bytes, c.nranks)) {
+        case AllReduceAlgo::Ring:
+          return ringAllReduce(c, call.sendbuf, call.recvbuf, call.count, call.type, call.op);
+        case AllReduceAlgo::RecursiveHalving:
+          return recursiveHalvingAllReduce(c, call.sendbuf, call.recvbuf, call.count, call.type, call.op);
+        default:
+          return recursiveDoublingAllReduce(c, call.sendbuf, call.recvbuf, call.count, call.type, call.op);
+      }
     }
     case Kind::Broadcast: return chainBroadcast(c, call.sendbuf, call.recvbuf, call.count, call.type, call.root);
     case Kind::Reduce: return chainReduce(c, call.sendbuf, call.recvbuf, call.count, call.type, call.op, call.root);

@@ -40,6 +40,7 @@ EnvParams load() {
   p.socketFrameBytes = (size_t)readInt("MIXCCL_SOCKET_FRAME_BYTES", 256 << 10, 4096, 64 << 20);
   p.algo = readString("MIXCCL_ALGO", "auto");
   p.rdThresholdBytes = (size_t)readInt("MIXCCL_RD_THRESHOLD", 64 << 10, 0, 1LL << 40);
+  p.rhThresholdBytes = (size_t)readInt("MIXCCL_RH_THRESHOLD", 4 << 20, 0, 1LL << 40);
   p.chunkBytes = (size_t)readInt("MIXCCL_CHUNK_BYTES", 256 << 10, 1024, 1LL << 30);
   p.spinUs = (int)readInt("MIXCCL_SPIN_US", 100, 0, 1000000);
   p.adaptor = readString("MIXCCL_ADAPTOR", "");

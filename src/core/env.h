@@ -18,6 +18,7 @@ struct EnvParams {
   size_t socketFrameBytes;    // MIXCCL_SOCKET_FRAME_BYTES: largest wire frame on one socket
   std::string algo;           // MIXCCL_ALGO: auto, ring, rd (recursive doubling)
   size_t rdThresholdBytes;    // MIXCCL_RD_THRESHOLD: AllReduce below this uses rd
+  size_t rhThresholdBytes;    // MIXCCL_RH_THRESHOLD: below this (power-of-two n >= 4) rh
   size_t chunkBytes;          // MIXCCL_CHUNK_BYTES: pipelining unit of ring algorithms
   int spinUs;                 // MIXCCL_SPIN_US: busy-poll time before blocking
   std::string adaptor;        // MIXCCL_ADAPTOR
