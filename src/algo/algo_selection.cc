@@ -19,4 +19,11 @@ AllReduceAlgo chooseAllReduceAlgo(size_t bytes, int nranks) {
   return AllReduceAlgo::Ring;
 }
 
+bool useRecursiveDoublingAllGather(size_t totalBytes, int nranks) {
+  const bool powerOfTwo = nranks > 1 && (nranks & (nranks - 1)) == 0;
+  if (env().algo == "ring") return false;
+  if (env().algo == "rh" && powerOfTwo) return true;
+  return powerOfTwo && nranks >= 4 && totalBytes < env().rhThresholdBytes;
+}
+
 }  // namespace mixccl

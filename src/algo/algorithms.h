@@ -25,6 +25,9 @@ Result recursiveDoublingAllReduce(CollContext& c, const void* sendbuf, void* rec
 // Power-of-two nranks only.
 Result recursiveHalvingAllReduce(CollContext& c, const void* sendbuf, void* recvbuf,
                                  size_t count, mixcclDataType_t type, mixcclRedOp_t op);
+// Power-of-two nranks only.
+Result recursiveDoublingAllGather(CollContext& c, const void* sendbuf, void* recvbuf,
+                                  size_t count, mixcclDataType_t type);
 Result ringAllGather(CollContext& c, const void* sendbuf, void* recvbuf, size_t count,
                      mixcclDataType_t type);
 Result ringReduceScatter(CollContext& c, const void* sendbuf, void* recvbuf, size_t count,
@@ -44,5 +47,8 @@ enum class AllReduceAlgo { Ring, RecursiveDoubling, RecursiveHalving };
 // MIXCCL_ALGO=ring|rd forces one; otherwise messages below MIXCCL_RD_THRESHOLD bytes take
 // recursive doubling (log2 n latency steps) and larger ones the bandwidth-optimal ring.
 AllReduceAlgo chooseAllReduceAlgo(size_t bytes, int nranks);
+// AllGather of totalBytes (all blocks): recursive doubling for power-of-two rank counts >= 4
+// below MIXCCL_RH_THRESHOLD (MIXCCL_ALGO=ring forces the ring), else the ring.
+bool useRecursiveDoublingAllGather(size_t totalBytes, int nranks);
 
 }  // namespace mixccl

@@ -229,7 +229,10 @@ Result runFlat(CollContext& c, const CollCall& call) {
     }
     case Kind::Broadcast: return chainBroadcast(c, call.sendbuf, call.recvbuf, call.count, call.type, call.root);
     case Kind::Reduce: return chainReduce(c, call.sendbuf, call.recvbuf, call.count, call.type, call.op, call.root);
-    case Kind::AllGather: return ringAllGather(c, call.sendbuf, call.recvbuf, call.count, call.type);
+    case Kind::AllGather:
+      if (useRecursiveDoublingAllGather(call.count * dataTypeSize(call.type) * c.nranks, c.nranks))
+        return recursiveDoublingAllGather(c, call.sendbuf, call.recvbuf, call.count, call.type);
+      return ringAllGather(c, call.sendbuf, call.recvbuf, call.count, call.type);
     case Kind::ReduceScatter: return ringReduceScatter(c, call.sendbuf, call.recvbuf, call.count, call.type, call.op);
     case Kind::AlltoAll: return pairwiseAlltoAll(c, call.sendbuf, call.recvbuf, call.count, call.type);
     case Kind::Gather: return directGather(c, call.sendbuf, call.recvbuf, call.count, call.type, call.root);

@@ -1,0 +1,40 @@
+// The step of the recursive halving/doubling algorithms: swap ranges with one partner, cut
+// into chunks, handing each received chunk on as soon as it is in.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "algo/chunking.h"
+#include "algo/transfers.h"
+#include "core/error.h"
+
+namespace mixccl {
+
+struct BlockRange {
+  size_t first, last;  // blocks [first, last)
+};
+
+// Sends [sendOff, +sendLen) and receives the peer's [recvOff, +recvLen) elements, cut into
+// chunks; each received chunk is handed to onChunk as soon as it is in.
+template <typename OnChunk>
+inline Result exchange(Transfers& t, int peer, const char* sendBase, size_t sendLen, char* recvBase,
+                size_t recvLen, size_t es, size_t chunkElems, OnChunk onChunk) {
+  Chunks rc{recvLen, chunkElems}, sc{sendLen, chunkElems};
+  std::vector<ProxyOp*> recvs(rc.count());
+  for (size_t i = 0; i < rc.count(); ++i)
+    recvs[i] = t.recv(peer, recvBase + rc.start(i) * es, rc.size(i) * es);
+  std::vector<ProxyOp*> sends(sc.count());
+  for (size_t i = 0; i < sc.count(); ++i)
+    sends[i] = t.send(peer, sendBase + sc.start(i) * es, sc.size(i) * es);
+  for (size_t i = 0; i < rc.count(); ++i) {
+    MIXCCL_CHECK(t.wait(recvs[i]));
+    onChunk(rc.start(i), rc.size(i));
+  }
+  // The regions sent are written again by a later step: they must have left first (the
+  // partner posted its receives at the start of this step, so waiting cannot deadlock).
+  for (ProxyOp* s : sends) MIXCCL_CHECK(t.wait(s));
+  return mixcclSuccess;
+}
+
+}  // namespace mixccl
