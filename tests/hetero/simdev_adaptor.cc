@@ -90,7 +90,6 @@ Stream& defaultStream() {
 Stream& streamOf(void* s) { return s ? *static_cast<Stream*>(s) : defaultStream(); }
 
 mixcclResult_t init() { return mixcclSuccess; }
-const char* lastError() { return mixccl_plugin::lastErrorString().c_str(); }
 mixcclResult_t getDeviceCount(int* n) { *n = 1; return mixcclSuccess; }
 mixcclResult_t setDevice(int d) {
   return d == 0 ? mixcclSuccess : setError(mixcclInvalidArgument, kPrefix, "no device %d", d);
@@ -198,12 +197,7 @@ mixcclResult_t groupStart() { return mixcclSuccess; }
 mixcclResult_t groupEnd() { return mixcclSuccess; }
 
 mixcclAdaptor_v1_t makeTable() {
-  mixcclAdaptor_v1_t t{};
-  t.abiVersion = MIXCCL_ADAPTOR_ABI_VERSION;
-  t.name = "simdev";
-  t.memoryKind = MIXCCL_ADAPTOR_DEVICE_MEMORY;
-  t.init = init;
-  t.lastError = lastError;
+  mixcclAdaptor_v1_t t = mixccl_plugin::tableHeader("simdev", MIXCCL_ADAPTOR_DEVICE_MEMORY, init);
   MIXCCL_DEVICE_RUNTIME_ENTRIES(t);
   MIXCCL_COLLECTIVE_ENTRIES(t);
   return t;

@@ -2,7 +2,31 @@
 // own names, so every plugin lists its table the same way (and a new entry is added once).
 #pragma once
 
+#include <cstring>
+
 #include "mixccl_adaptor.h"
+#include "plugin_support.h"
+
+namespace mixccl_plugin {
+
+// What every plugin's lastError entry returns: the calling thread's last message.
+inline const char* lastErrorEntry() { return lastErrorString().c_str(); }
+
+// The start of every table: zeroed, this ABI version, the plugin's name, memory kind and
+// init entry, and the shared lastError entry.
+inline mixcclAdaptor_v1_t tableHeader(const char* name, mixcclAdaptorMemoryKind_t memoryKind,
+                                      mixcclResult_t (*init)(void)) {
+  mixcclAdaptor_v1_t t;
+  std::memset(&t, 0, sizeof t);
+  t.abiVersion = MIXCCL_ADAPTOR_ABI_VERSION;
+  t.name = name;
+  t.memoryKind = memoryKind;
+  t.init = init;
+  t.lastError = lastErrorEntry;
+  return t;
+}
+
+}  // namespace mixccl_plugin
 
 // The device runtime, for plugins with a real (or simulated) device runtime.
 #define MIXCCL_DEVICE_RUNTIME_ENTRIES(t)  \

@@ -146,7 +146,6 @@ T* mut(const void* p) {
 // ---- init, runtime ----
 
 mixcclResult_t init() { return mixcclSuccess; }
-const char* lastError() { return mixccl_plugin::lastErrorString().c_str(); }
 
 int supports(const char* coll, mixcclDataType_t type, mixcclRedOp_t op) {
   if (typeSize(type) == 0) return 0;
@@ -426,13 +425,7 @@ mixcclResult_t groupEnd() {
 }
 
 mixcclAdaptor_v1_t makeTable() {
-  mixcclAdaptor_v1_t t;
-  std::memset(&t, 0, sizeof t);
-  t.abiVersion = MIXCCL_ADAPTOR_ABI_VERSION;
-  t.name = "gloo";
-  t.memoryKind = MIXCCL_ADAPTOR_HOST_MEMORY;
-  t.init = init;
-  t.lastError = lastError;
+  mixcclAdaptor_v1_t t = mixccl_plugin::tableHeader("gloo", MIXCCL_ADAPTOR_HOST_MEMORY, init);
   MIXCCL_HOST_RUNTIME_ENTRIES(t);
   MIXCCL_COLLECTIVE_ENTRIES(t);
   return t;

@@ -169,7 +169,6 @@ mixcclResult_t init() {
   if (result != mixcclSuccess) mixccl_plugin::lastErrorString() = error;
   return result;
 }
-const char* lastError() { return mixccl_plugin::lastErrorString().c_str(); }
 
 #define NEED_INIT(what)                                                                     \
   do {                                                                                      \
@@ -293,13 +292,7 @@ mixcclResult_t groupStart() { NEED_INIT("groupStart"); return nccl(api.ncclGroup
 mixcclResult_t groupEnd() { NEED_INIT("groupEnd"); return nccl(api.ncclGroupEnd(), "ncclGroupEnd"); }
 
 mixcclAdaptor_v1_t makeTable() {
-  mixcclAdaptor_v1_t t;
-  std::memset(&t, 0, sizeof t);
-  t.abiVersion = MIXCCL_ADAPTOR_ABI_VERSION;
-  t.name = "nccl";
-  t.memoryKind = MIXCCL_ADAPTOR_DEVICE_MEMORY;
-  t.init = init;
-  t.lastError = lastError;
+  mixcclAdaptor_v1_t t = mixccl_plugin::tableHeader("nccl", MIXCCL_ADAPTOR_DEVICE_MEMORY, init);
   MIXCCL_DEVICE_RUNTIME_ENTRIES(t);
   MIXCCL_COLLECTIVE_ENTRIES(t);
   return t;
