@@ -39,26 +39,26 @@ Result HostDomainColl::broadcast(const void* send, void* recv, size_t count,
   });
 }
 
-Result NativeDomainColl::check(const char* what, mixcclResult_t r) const {
+Result checkNative(const mixcclAdaptor_v1_t& t, const char* what, mixcclResult_t r) {
   if (r == mixcclSuccess) return mixcclSuccess;
-  const char* why = t_.lastError ? t_.lastError() : "";
-  return raiseError(r, "%s adaptor: native %s failed: %s", t_.name, what,
+  const char* why = t.lastError ? t.lastError() : "";
+  return raiseError(r, "%s adaptor: native %s failed: %s", t.name, what,
                     why && *why ? why : "(no message)");
 }
 
 Result NativeDomainColl::reduceScatter(const void* send, void* recv, size_t recvcount,
                                        mixcclDataType_t type, mixcclRedOp_t op) {
-  return check("ReduceScatter", t_.reduceScatter(send, recv, recvcount, type, op, comm_, nullptr));
+  return checkNative(t_, "ReduceScatter", t_.reduceScatter(send, recv, recvcount, type, op, comm_, nullptr));
 }
 
 Result NativeDomainColl::allGather(const void* send, void* recv, size_t sendcount,
                                    mixcclDataType_t type) {
-  return check("AllGather", t_.allGather(send, recv, sendcount, type, comm_, nullptr));
+  return checkNative(t_, "AllGather", t_.allGather(send, recv, sendcount, type, comm_, nullptr));
 }
 
 Result NativeDomainColl::broadcast(const void* send, void* recv, size_t count,
                                    mixcclDataType_t type, int root) {
-  return check("Broadcast", t_.broadcast(send, recv, count, type, root, comm_, nullptr));
+  return checkNative(t_, "Broadcast", t_.broadcast(send, recv, count, type, root, comm_, nullptr));
 }
 
 }  // namespace mixccl

@@ -14,6 +14,9 @@
 
 namespace mixccl {
 
+// mixcclSuccess, or r raised as "<adaptor> adaptor: native <what> failed: <its lastError()>".
+Result checkNative(const mixcclAdaptor_v1_t& t, const char* what, mixcclResult_t r);
+
 class DomainColl {
  public:
   virtual ~DomainColl() = default;
@@ -69,8 +72,6 @@ class NativeDomainColl : public DomainColl {
                    int root) override;
 
  private:
-  Result check(const char* what, mixcclResult_t r) const;
-
   const mixcclAdaptor_v1_t& t_;
   void* comm_;
   int index_, size_;

@@ -45,11 +45,6 @@ void callBytes(const CollCall& call, int rank, int nranks, size_t* send, size_t*
   }
 }
 
-Result nativeCheck(const mixcclAdaptor_v1_t& t, const char* what, mixcclResult_t r) {
-  if (r == mixcclSuccess) return mixcclSuccess;
-  return raiseError(r, "%s adaptor: native %s failed: %s", t.name, what, t.lastError());
-}
-
 // One native domain: the call goes straight to the adaptor's library. Avg is passed through
 // where the library has it, else reduced with Sum and divided here (host memory).
 Result runNative(Comm* comm, CollContext& c, const CollCall& call) {
@@ -62,7 +57,7 @@ Result runNative(Comm* comm, CollContext& c, const CollCall& call) {
   char* out = static_cast<char*>(call.recvbuf);
   if (call.kind == Kind::AlltoAll || call.kind == Kind::Gather || call.kind == Kind::Scatter) {
     if (hostMemory) return runFlat(c, call);  // no native call of that shape: mixccl's p2p
-    MIXCCL_CHECK(nativeCheck(t, "groupStart", t.groupStart()));
+    MIXCCL_CHECK(checkNative(t, "groupStart", t.groupStart()));
     mixcclResult_t res = mixcclSuccess;
     for (int p = 0; p < n && res == mixcclSuccess; ++p) {
       const size_t cnt = call.count, blk = cnt * es;
@@ -80,8 +75,8 @@ Result runNative(Comm* comm, CollContext& c, const CollCall& call) {
       }
     }
     mixcclResult_t end = t.groupEnd();
-    MIXCCL_CHECK(nativeCheck(t, "send/recv", res));
-    return nativeCheck(t, "groupEnd", end);
+    MIXCCL_CHECK(checkNative(t, "send/recv", res));
+    return checkNative(t, "groupEnd", end);
   }
   mixcclRedOp_t op = call.op;
   bool divideHere = false;
@@ -103,21 +98,21 @@ Result runNative(Comm* comm, CollContext& c, const CollCall& call) {
   }
   switch (call.kind) {
     case Kind::AllReduce:
-      MIXCCL_CHECK(nativeCheck(t, "AllReduce", t.allReduce(in, out, call.count, call.type, op, nc, call.stream)));
+      MIXCCL_CHECK(checkNative(t, "AllReduce", t.allReduce(in, out, call.count, call.type, op, nc, call.stream)));
       if (divideHere) divideBy(out, call.count, call.type, n);
       return mixcclSuccess;
     case Kind::Reduce:
-      MIXCCL_CHECK(nativeCheck(t, "Reduce", t.reduce(in, out, call.count, call.type, op, call.root, nc, call.stream)));
+      MIXCCL_CHECK(checkNative(t, "Reduce", t.reduce(in, out, call.count, call.type, op, call.root, nc, call.stream)));
       if (divideHere && r == call.root) divideBy(out, call.count, call.type, n);
       return mixcclSuccess;
     case Kind::ReduceScatter:
-      MIXCCL_CHECK(nativeCheck(t, "ReduceScatter", t.reduceScatter(in, out, call.count, call.type, op, nc, call.stream)));
+      MIXCCL_CHECK(checkNative(t, "ReduceScatter", t.reduceScatter(in, out, call.count, call.type, op, nc, call.stream)));
       if (divideHere) divideBy(out, call.count, call.type, n);
       return mixcclSuccess;
     case Kind::Broadcast:
-      return nativeCheck(t, "Broadcast", t.broadcast(in, out, call.count, call.type, call.root, nc, call.stream));
+      return checkNative(t, "Broadcast", t.broadcast(in, out, call.count, call.type, call.root, nc, call.stream));
     case Kind::AllGather:
-      return nativeCheck(t, "AllGather", t.allGather(in, out, call.count, call.type, nc, call.stream));
+      return checkNative(t, "AllGather", t.allGather(in, out, call.count, call.type, nc, call.stream));
     default:
       return raiseError(mixcclInternalError, "runNative: unexpected collective");
   }
@@ -161,9 +156,9 @@ Result runStaged(Comm* comm, const CollCall& call) {
   auto job = std::make_shared<StagedJob>();
   job->table = &t;
   job->holdSeconds = comm->config.timeoutS;
-  if (sendBytes) MIXCCL_CHECK(nativeCheck(t, "hostAlloc", t.hostAlloc(&job->hostSend, sendBytes)));
-  if (recvBytes) MIXCCL_CHECK(nativeCheck(t, "hostAlloc", t.hostAlloc(&job->hostRecv, recvBytes)));
-  MIXCCL_CHECK(nativeCheck(t, "eventCreate", t.eventCreate(&job->event)));
+  if (sendBytes) MIXCCL_CHECK(checkNative(t, "hostAlloc", t.hostAlloc(&job->hostSend, sendBytes)));
+  if (recvBytes) MIXCCL_CHECK(checkNative(t, "hostAlloc", t.hostAlloc(&job->hostRecv, recvBytes)));
+  MIXCCL_CHECK(checkNative(t, "eventCreate", t.eventCreate(&job->event)));
   CollCall host = call;
   host.sendbuf = job->hostSend;
   host.recvbuf = job->hostRecv;
@@ -190,7 +185,7 @@ Result runStaged(Comm* comm, const CollCall& call) {
     std::lock_guard<std::mutex> lock(job->m);
     job->cancelled = job->ready = job->done = true;
     job->cv.notify_all();
-    Result e = nativeCheck(t, step, r);
+    Result e = checkNative(t, step, r);
     comm->proxy->fail(e, threadLastError());
     return e;
   }
@@ -205,7 +200,7 @@ Result runStaged(Comm* comm, const CollCall& call) {
     r = t.eventRecord(job->event, s);
   }
   if (r != mixcclSuccess) {
-    Result e = nativeCheck(t, step, r);
+    Result e = checkNative(t, step, r);
     comm->proxy->fail(e, threadLastError());
     return e;
   }

@@ -4,6 +4,7 @@
 #include <deque>
 
 #include "adaptors/adaptor_loader.h"
+#include "algo/domain_coll.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "core/mismatch_check.h"
@@ -41,8 +42,7 @@ Result nativeTransfers(Comm* comm, const std::vector<WorkItem*>& items) {
   if (!any || !comm->domainComm) return mixcclSuccess;
   const mixcclAdaptor_v1_t& t = comm->domainComm->table();
   void* nc = comm->domainComm->native();
-  if (t.groupStart() != mixcclSuccess)
-    return raiseError(mixcclInternalError, "%s adaptor: groupStart failed: %s", t.name, t.lastError());
+  MIXCCL_CHECK(checkNative(t, "groupStart", t.groupStart()));
   mixcclResult_t r = mixcclSuccess;
   for (WorkItem* w : items) {
     if (r != mixcclSuccess || w->kind == WorkItem::Kind::Collective) continue;
@@ -50,10 +50,8 @@ Result nativeTransfers(Comm* comm, const std::vector<WorkItem*>& items) {
                                         : t.recv(w->buf, w->count, w->type, w->peer, nc, w->stream);
   }
   mixcclResult_t end = t.groupEnd();
-  if (r == mixcclSuccess) r = end;
-  if (r != mixcclSuccess)
-    return raiseError(r, "%s adaptor: native Send/Recv failed: %s", t.name, t.lastError());
-  return mixcclSuccess;
+  MIXCCL_CHECK(checkNative(t, "Send/Recv", r));
+  return checkNative(t, "groupEnd", end);
 }
 
 }  // namespace
