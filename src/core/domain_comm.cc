@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "adaptors/adaptor_loader.h"
-#include "algo/algorithms.h"
+#include "algo/domain_coll.h"
 #include "algo/reduce.h"
 #include "core/comm.h"
 #include "core/env.h"
@@ -16,12 +16,7 @@ namespace mixccl {
 // ranks on mixccl's own transport, and mixccl's reduction kernels.
 struct DomainServices {
   static mixcclResult_t allGather(void* ctx, const void* mine, void* all, size_t bytes) {
-    DomainComm* d = static_cast<DomainComm*>(ctx);
-    Transfers t(*d->comm_->proxy, d->initDeadline_, d->members_);
-    CollContext c{d->index_, (int)d->members_.size(), t, env().chunkBytes};
-    Result r = ringAllGather(c, mine, all, bytes, mixcclUint8);
-    Result w = t.waitAll();
-    return r != mixcclSuccess ? r : w;
+    return static_cast<DomainComm*>(ctx)->onMembers().allGather(mine, all, bytes, mixcclUint8);
   }
   static void reduceElems(void* dst, const void* a, const void* b, size_t count,
                           mixcclDataType_t type, mixcclRedOp_t op) {
@@ -41,6 +36,10 @@ DomainComm::~DomainComm() {
 }
 
 const mixcclAdaptor_v1_t& DomainComm::table() const { return *adaptor_.table; }
+
+HostDomainColl DomainComm::onMembers() const {
+  return HostDomainColl(*comm_->proxy, initDeadline_, members_, index_, env().chunkBytes);
+}
 
 void DomainComm::abort() {
   if (native_ && !aborted_) {
@@ -64,13 +63,7 @@ Result DomainComm::init(mixcclComm* comm, int device) {
   char msg[MIXCCL_ADAPTOR_UNIQUE_ID_BYTES + 1];
   msg[0] = idResult == mixcclSuccess ? 1 : 0;
   memcpy(msg + 1, id, sizeof(id));
-  {
-    Transfers tr(*comm->proxy, initDeadline_, members_);
-    CollContext c{index_, (int)members_.size(), tr, env().chunkBytes};
-    Result r = chainBroadcast(c, msg, msg, sizeof(msg), mixcclUint8, 0);
-    if (r == mixcclSuccess) r = tr.waitAll();
-    MIXCCL_CHECK(r);
-  }
+  MIXCCL_CHECK(onMembers().broadcast(msg, msg, sizeof(msg), mixcclUint8, 0));
   if (!msg[0])
     return raiseError(mixcclSystemError, "rank %d: the %s adaptor's unique id could not be made "
                       "on domain rank 0 (rank %d)", comm->rank, adaptor_.name.c_str(), members_[0]);

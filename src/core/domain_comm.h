@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "algo/domain_coll.h"
 #include "core/clock.h"
 #include "core/domains.h"
 #include "core/result.h"
@@ -36,6 +37,9 @@ class DomainComm {
 
  private:
   friend struct DomainServices;
+  // mixccl's own collectives over the domain's ranks, for forming the native communicator.
+  HostDomainColl onMembers() const;
+
   const Adaptor& adaptor_;
   std::vector<int> members_;
   int index_;
