@@ -8,6 +8,7 @@
 // the link between domains never drains while a domain's ranks synchronise in their native
 // steps (measured on a shaped link: docs/performance.md, "Across domains").
 #include <cstring>
+#include <numeric>
 #include <vector>
 
 #include "algo/hierarchical.h"
@@ -71,9 +72,7 @@ class HierAllReduce {
   size_t pieceElemsFor() const {
     size_t l = 1;
     for (const Domain& d : h_.map.domains) {
-      size_t a = l, b = d.ranks.size();
-      while (b) { size_t t = a % b; a = b; b = t; }
-      l = l / a * d.ranks.size();
+      l = std::lcm(l, d.ranks.size());
       if (l > (1u << 20)) { l = 1; break; }  // absurd lcm: accept padding instead
     }
     size_t want = std::max<size_t>(l, h_.pieceBytes / es_);

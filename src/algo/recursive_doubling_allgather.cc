@@ -1,7 +1,6 @@
 // Recursive doubling AllGather for power-of-two rank counts: log2(n) pairwise exchanges, the
 // range of blocks held doubling each step (partner rank ^ mask). The same bytes as the ring in
 // log2(n) hand-offs instead of n-1, which pays when ranks outnumber cores (docs/performance.md).
-#include <algorithm>
 #include <cstring>
 
 #include "algo/algorithms.h"
@@ -19,17 +18,8 @@ Result recursiveDoublingAllGather(CollContext& c, const void* sendbuf, void* rec
     memcpy(out + (size_t)r * blockBytes, sendbuf, blockBytes);
   if (n == 1 || count == 0) return mixcclSuccess;
   const size_t chunkElems = chunkElemsFor(c.chunkBytes, es);
-  BlockRange held{(size_t)r, (size_t)r + 1};
-  for (int mask = 1; mask < n; mask *= 2) {
-    const size_t width = held.last - held.first;
-    BlockRange theirs = (r & mask) ? BlockRange{held.first - width, held.first}
-                                   : BlockRange{held.last, held.last + width};
-    MIXCCL_CHECK(exchange(c.transfers, r ^ mask, out + held.first * blockBytes, width * count,
-                          out + theirs.first * blockBytes, width * count, es, chunkElems,
-                          [](size_t, size_t) {}));
-    held = BlockRange{std::min(held.first, theirs.first), std::max(held.last, theirs.last)};
-  }
-  return mixcclSuccess;
+  return gatherByDoubling(c.transfers, r, n, BlockRange{(size_t)r, (size_t)r + 1}, out, es,
+                          chunkElems, [count](size_t b) { return b * count; });
 }
 
 }  // namespace mixccl

@@ -48,16 +48,7 @@ Result recursiveHalvingAllReduce(CollContext& c, const void* sendbuf, void* recv
   }
 
   // All-gather: the range held doubles each step, swapped with the same partners in reverse.
-  for (int mask = 1; mask < n; mask *= 2) {
-    const size_t width = held.last - held.first;
-    BlockRange theirs = (r & mask) ? BlockRange{held.first - width, held.first}
-                                   : BlockRange{held.last, held.last + width};
-    MIXCCL_CHECK(exchange(c.transfers, r ^ mask, out + start(held.first) * es, len(held),
-                          out + start(theirs.first) * es, len(theirs), es, chunkElems,
-                          [](size_t, size_t) {}));
-    held = BlockRange{std::min(held.first, theirs.first), std::max(held.last, theirs.last)};
-  }
-  return mixcclSuccess;
+  return gatherByDoubling(c.transfers, r, n, held, out, es, chunkElems, start);
 }
 
 }  // namespace mixccl
