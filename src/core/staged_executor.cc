@@ -50,7 +50,7 @@ void StagedExecutor::submit(std::shared_ptr<StagedJob> job) {
 
 void StagedExecutor::waitIdle() {
   std::unique_lock<std::mutex> lock(m_);
-  cv_.wait(lock, [this] { return (queue_.empty() && running_ == 0) || aborted_; });
+  cv_.wait(lock, [this] { return (queue_.empty() && !current_) || aborted_; });
 }
 
 void StagedExecutor::abort() {
@@ -80,7 +80,6 @@ void StagedExecutor::run() {
       job = queue_.front();
       queue_.pop_front();
       current_ = job;
-      ++running_;
     }
     bool skip;
     {
@@ -103,7 +102,6 @@ void StagedExecutor::run() {
     {
       std::lock_guard<std::mutex> lock(m_);
       current_.reset();
-      --running_;
     }
     cv_.notify_all();
   }

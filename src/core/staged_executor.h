@@ -65,7 +65,6 @@ class StagedExecutor {
   std::deque<std::shared_ptr<StagedJob>> queue_;     // not yet run
   std::deque<std::shared_ptr<StagedJob>> inFlight_;  // staging not yet freed
   std::shared_ptr<StagedJob> current_;               // taken from queue_, not yet done
-  int running_ = 0;
   bool stop_ = false;
   bool aborted_ = false;
   std::thread thread_;
