@@ -1,0 +1,279 @@
+// The TCP roof for perf/compare: how fast the bytes of a bandwidth-optimal collective can cross
+// loopback TCP on this machine when nothing else is done with them.
+//
+//   mixcclrun -np 4 tcp_roof_perf -C allreduce -S /tmp/store-dir -b 1M -e 64M -f 2
+//
+// Every rank streams to the next rank in a ring exactly the bytes a ring (or recursive halving)
+// collective of that size sends per rank, 2(n-1)/n * S for AllReduce and (n-1)/n * S for
+// AllGather and ReduceScatter, while receiving as many from the previous rank: one duplex
+// stream per rank, no reduction, no step waiting for another, socket buffers like mixccl's
+// same-host connections (-B). busbw is then the per-rank send rate, the quantity nccl-tests'
+// busbw measures, so no algorithm over these sockets can report more (short of moving fewer
+// bytes). The out-of-place and in-place columns are two runs of the same transfer.
+//
+// Ranks come from mixccl_launch's detection (mixcclrun, mpirun, srun, torchrun); the
+// rendezvous is a fresh directory -S shared by the ranks, where each rank publishes its port.
+// -c 1 checks one transfer per size: every received byte must be the previous rank's pattern.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "mixccl_launch.h"
+#include "peer_table.h"
+
+namespace {
+
+// mixccl's SO_SNDBUF / SO_RCVBUF on same-host connections (src/transport/socket_mesh.cc).
+constexpr int kDefaultSocketBufferBytes = 4 << 20;
+constexpr size_t kMaxCallBytes = 1 << 20;  // bytes per send or recv call, as mixccl's chunks
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+[[noreturn]] void die(int rank, const char* what) {
+  std::fprintf(stderr, "tcp_roof_perf: rank %d: %s: %s\n", rank, what, std::strerror(errno));
+  std::exit(1);
+}
+
+uint8_t patternByte(int rank, size_t i) { return static_cast<uint8_t>(rank * 31 + i % 251); }
+
+class Ring {
+ public:
+  Ring(int rank, int nranks, const std::string& dir, int bufferBytes)
+      : rank_(rank), nranks_(nranks) {
+    int listener = socket(AF_INET, SOCK_STREAM, 0);
+    if (listener < 0) die(rank, "socket");
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    if (bind(listener, reinterpret_cast<sockaddr*>(&a), len) != 0 || listen(listener, 1) != 0 ||
+        getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+      die(rank, "listen on 127.0.0.1");
+    }
+    publishPort(dir, ntohs(a.sin_port));
+    next_ = socket(AF_INET, SOCK_STREAM, 0);
+    a.sin_port = htons(readPort(dir, (rank + 1) % nranks));
+    if (next_ < 0 || connect(next_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+      die(rank, "connect to the next rank");
+    }
+    prev_ = accept(listener, nullptr, nullptr);
+    if (prev_ < 0) die(rank, "accept from the previous rank");
+    close(listener);
+    int one = 1;
+    for (int fd : {next_, prev_}) {
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bufferBytes, sizeof(bufferBytes));
+      setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bufferBytes, sizeof(bufferBytes));
+    }
+  }
+  ~Ring() {
+    close(next_);
+    close(prev_);
+  }
+
+  // Sends `bytes` from src (cycling over srcBytes) to the next rank while receiving as many
+  // from the previous rank into dst (cycling over dstBytes).
+  void stream(const uint8_t* src, size_t srcBytes, uint8_t* dst, size_t dstBytes, size_t bytes) {
+    size_t sent = 0, got = 0;
+    while (sent < bytes || got < bytes) {
+      pollfd p[2] = {{next_, static_cast<short>(sent < bytes ? POLLOUT : 0), 0},
+                     {prev_, static_cast<short>(got < bytes ? POLLIN : 0), 0}};
+      if (poll(p, 2, 60000) <= 0) die(rank_, "no progress for 60 s");
+      if (p[0].revents & POLLOUT) {
+        size_t off = sent % srcBytes;
+        size_t len = std::min({kMaxCallBytes, bytes - sent, srcBytes - off});
+        ssize_t k = send(next_, src + off, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (k < 0 && errno != EAGAIN) die(rank_, "send");
+        if (k > 0) sent += static_cast<size_t>(k);
+      }
+      if (p[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+        size_t off = got % dstBytes;
+        size_t len = std::min({kMaxCallBytes, bytes - got, dstBytes - off});
+        ssize_t k = recv(prev_, dst + off, len, MSG_DONTWAIT);
+        if (k == 0) die(rank_, "the previous rank closed its connection");
+        if (k < 0 && errno != EAGAIN) die(rank_, "recv");
+        if (k > 0) got += static_cast<size_t>(k);
+      }
+    }
+  }
+
+  // Sum of v over the ranks, known to every rank: a token goes around the ring twice (add,
+  // then distribute). Doubles as a barrier.
+  double sum(double v) {
+    double acc = v;
+    if (rank_ != 0) {
+      recvAll(&acc, sizeof(acc));
+      acc += v;
+    }
+    sendAll(&acc, sizeof(acc));
+    if (rank_ == 0) recvAll(&acc, sizeof(acc));
+    if (rank_ != 0) recvAll(&acc, sizeof(acc));
+    if (rank_ != nranks_ - 1) sendAll(&acc, sizeof(acc));
+    return acc;
+  }
+
+ private:
+  void publishPort(const std::string& dir, int port) {
+    std::string tmp = dir + "/.port." + std::to_string(rank_), fin = dir + "/port." +
+                                                                    std::to_string(rank_);
+    std::ofstream(tmp) << port << "\n";
+    if (std::rename(tmp.c_str(), fin.c_str()) != 0) die(rank_, "publish the port in -S DIR");
+  }
+  int readPort(const std::string& dir, int peer) {
+    std::string path = dir + "/port." + std::to_string(peer);
+    for (double end = now() + 60; now() < end;) {
+      std::ifstream f(path);
+      int port = 0;
+      if (f >> port) return port;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    errno = ETIMEDOUT;
+    die(rank_, ("waiting for " + path).c_str());
+  }
+  void sendAll(const void* p, size_t n) {
+    const char* c = static_cast<const char*>(p);
+    while (n) {
+      ssize_t k = send(next_, c, n, MSG_NOSIGNAL);
+      if (k <= 0) die(rank_, "send");
+      c += k;
+      n -= static_cast<size_t>(k);
+    }
+  }
+  void recvAll(void* p, size_t n) {
+    char* c = static_cast<char*>(p);
+    while (n) {
+      ssize_t k = recv(prev_, c, n, 0);
+      if (k <= 0) die(rank_, "recv");
+      c += k;
+      n -= static_cast<size_t>(k);
+    }
+  }
+
+  int rank_, nranks_;
+  int next_ = -1, prev_ = -1;
+};
+
+// Bytes one rank sends in a bandwidth-optimal collective of these buffers (float32 elements).
+size_t bytesPerRank(peer_coll c, size_t param, int n) {
+  size_t whole = (c == PEER_ALLREDUCE ? param : param * static_cast<size_t>(n)) * sizeof(float);
+  size_t factor = c == PEER_ALLREDUCE ? 2 : 1;
+  return factor * whole / static_cast<size_t>(n) * static_cast<size_t>(n - 1);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int bufferBytes = kDefaultSocketBufferBytes;
+  std::vector<char*> rest{argv[0]};
+  for (int i = 1; i < argc; ++i) {  // -B is ours; everything else is the peers' common flags
+    if (std::strcmp(argv[i], "-B") == 0 && i + 1 < argc) {
+      bufferBytes = std::atoi(argv[++i]);
+      if (bufferBytes <= 0) {
+        std::fprintf(stderr, "tcp_roof_perf: bad -B %s\n", argv[i]);
+        return 2;
+      }
+    } else {
+      rest.push_back(argv[i]);
+    }
+  }
+  peer_args a;
+  if (peer_parse_args(static_cast<int>(rest.size()), rest.data(), &a,
+                      " -S store_dir [-B socket_buffer_bytes]") != 0) {
+    return 2;
+  }
+  const char* storeDir = a.store ? a.store : std::getenv("GLOO_STORE_DIR");
+  if (storeDir == nullptr) {
+    std::fprintf(stderr, "tcp_roof_perf: give the rendezvous directory with -S DIR\n");
+    return 2;
+  }
+  mixcclLaunchInfo info;
+  if (mixcclLaunchDetect(&info) != 0) {
+    std::fprintf(stderr, "tcp_roof_perf: %s\n", mixcclLaunchLastError());
+    return 2;
+  }
+  const int n = info.nranks, rank = info.rank;
+  if (n < 2) {
+    std::fprintf(stderr, "tcp_roof_perf: needs at least 2 ranks\n");
+    return 2;
+  }
+  Ring ring(rank, n, storeDir, bufferBytes);
+
+  size_t maxBytes = 0;
+  int done = 0;
+  for (size_t s = a.min_bytes; !done; s = peer_next_size(&a, s, &done)) {
+    size_t p, ns, nr;
+    peer_counts(a.coll, s, n, &p, &ns, &nr);
+    maxBytes = std::max(maxBytes, std::max(ns, nr) * sizeof(float));
+  }
+  std::vector<uint8_t> src(maxBytes + 64), dst(maxBytes + 64);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = patternByte(rank, i);
+  if (rank == 0) {
+    char banner[256];
+    std::snprintf(banner, sizeof(banner),
+                  "tcp-roof-perf %s: raw loopback TCP ring, the bytes a bandwidth-optimal "
+                  "collective sends per rank, SO_SNDBUF/SO_RCVBUF %d",
+                  peer_coll_name(a.coll), bufferBytes);
+    peer_print_header(banner, &a, n);
+  }
+  const int prev = (rank + n - 1) % n;
+  int errors = 0;
+  double bwSum = 0;
+  int bwCount = 0;
+  done = 0;
+  for (size_t s = a.min_bytes; !done; s = peer_next_size(&a, s, &done)) {
+    size_t param, ns, nr;
+    peer_counts(a.coll, s, n, &param, &ns, &nr);
+    const size_t bytes = bytesPerRank(a.coll, param, n);
+    const size_t srcBytes = std::max<size_t>(ns * sizeof(float), 1);
+    const size_t dstBytes = std::max<size_t>(nr * sizeof(float), 1);
+    double us[2], alg[2], bus[2];
+    int64_t wrong[2] = {0, 0};
+    for (int run = 0; run < 2; ++run) {
+      for (int w = 0; w < a.warmup; ++w) ring.stream(src.data(), srcBytes, dst.data(), dstBytes, bytes);
+      ring.sum(0);
+      double t0 = now();
+      for (int it = 0; it < a.iters; ++it) {
+        ring.stream(src.data(), srcBytes, dst.data(), dstBytes, bytes);
+      }
+      double sec = ring.sum((now() - t0) / a.iters) / n;
+      us[run] = sec * 1e6;
+      peer_bw(a.coll, param, n, sec, &alg[run], &bus[run]);
+      if (a.check && bytes > 0) {
+        std::fill(dst.begin(), dst.end(), 0);
+        ring.stream(src.data(), srcBytes, dst.data(), dstBytes, bytes);
+        long long bad = 0;
+        for (size_t i = 0; i < std::min(bytes, dstBytes); ++i) {
+          // The stream cycles over srcBytes on the sender and dstBytes here; the last lap
+          // written to dst position i carried stream offset o with o % dstBytes == i.
+          size_t o = i + (bytes - 1 - i) / dstBytes * dstBytes;
+          bad += dst[i] != patternByte(prev, o % srcBytes);
+        }
+        wrong[run] = static_cast<int64_t>(ring.sum(static_cast<double>(bad)));
+        if (wrong[run]) ++errors;
+      }
+      bwSum += bus[run];
+      ++bwCount;
+    }
+    if (rank == 0) peer_print_row(a.coll, param, ns, nr, us, alg, bus, wrong);
+  }
+  if (rank == 0) peer_print_footer(errors, bwCount ? bwSum / bwCount : 0);
+  ring.sum(0);
+  return errors ? 1 : 0;
+}

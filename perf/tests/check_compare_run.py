@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Smoke test of perf/compare with every peer that was built: a tiny sweep on 2 ranks must give
+a busbw median for every peer and size, and the TCP roof's own check (-c 1, every received byte
+compared with the sender's pattern) must pass on 2 and 3 ranks.
+
+  check_compare_run.py --build BUILD_DIR --compare perf/compare
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+
+def fail(msg, out=""):
+    sys.stderr.write("FAIL: %s\n%s\n" % (msg, out[-4000:]))
+    sys.exit(1)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--compare", required=True)
+    a = ap.parse_args()
+    mixcclrun = os.path.join(a.build, "tools", "mixcclrun")
+    roof = os.path.join(a.build, "perf", "tcp_roof_perf")
+    peers = ["mixccl", "tcp-roof"]
+    if os.access(os.path.join(a.build, "perf", "gloo_coll_perf"), os.X_OK):
+        peers.append("gloo")
+    if os.access(os.path.join(a.build, "perf", "mpi_coll_perf"), os.X_OK):
+        peers.append("mpi-tcp")
+
+    for np in (2, 3):
+        for coll in ("allreduce", "allgather"):
+            with tempfile.TemporaryDirectory(prefix="roof-store-") as store:
+                p = subprocess.run([mixcclrun, "-np", str(np), roof, "-C", coll, "-S", store,
+                                    "-b", "1K", "-e", "3M", "-f", "7", "-n", "2", "-w", "1",
+                                    "-c", "1"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   text=True, timeout=60)
+            if p.returncode != 0 or "Out of bounds values : 0 OK" not in p.stdout:
+                fail("tcp_roof_perf -C %s on %d ranks (rc %d)" % (coll, np, p.returncode), p.stdout)
+            rows = [l for l in p.stdout.splitlines() if re.search(r"\sfloat\s+(sum|none)\s", l)]
+            # 1K 7K 49K 343K 2401K; columns: [rank] size count type redop root, then 4 + 4
+            if len(rows) != 5 or any(l.split()[9] != "0" or l.split()[13] != "0" for l in rows):
+                fail("tcp_roof_perf rows (want 5 sizes, #wrong 0)", p.stdout)
+
+    with tempfile.TemporaryDirectory(prefix="compare-") as out:
+        p = subprocess.run([sys.executable, a.compare, "--build", a.build, "--ranks", "2",
+                            "--colls", "allreduce", "--peers", ",".join(peers), "--min", "64K",
+                            "--max", "128K", "--reps", "1", "--iters", "2", "--warmup", "1",
+                            "--no-latency", "--out-dir", out],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
+        if p.returncode != 0:
+            fail("perf/compare exited with %d" % p.returncode, p.stdout)
+        with open(os.path.join(out, "compare.json")) as f:
+            doc = json.load(f)
+    if doc["peers"] != peers:
+        fail("compare ran peers %s, asked for %s" % (doc["peers"], peers), p.stdout)
+    have = {(d["peer"], d["size"]) for d in doc["busbw_median"] if d["busbw"]}
+    for peer in peers:
+        for size in (64 << 10, 128 << 10):
+            if (peer, size) not in have:
+                fail("no busbw for %s at %d bytes" % (peer, size), p.stdout)
+    if "x tcp-roof" not in doc["table"]:
+        fail("the table has no mixccl/tcp-roof column", doc["table"])
+    print("compare with %s: every peer measured; tcp roof checks passed" % ", ".join(peers))
+
+
+if __name__ == "__main__":
+    main()
