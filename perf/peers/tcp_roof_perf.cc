@@ -7,9 +7,12 @@
 // collective of that size sends per rank, 2(n-1)/n * S for AllReduce and (n-1)/n * S for
 // AllGather and ReduceScatter, while receiving as many from the previous rank: one duplex
 // stream per rank, no reduction, no step waiting for another, socket buffers like mixccl's
-// same-host connections (-B). busbw is then the per-rank send rate, the quantity nccl-tests'
-// busbw measures, so no algorithm over these sockets can report more (short of moving fewer
-// bytes). The out-of-place and in-place columns are two runs of the same transfer.
+// same-host connections (-B), and user buffers that stay in cache (the stream cycles over at
+// most kWindowBytes of each side). busbw is then the per-rank send rate, the quantity
+// nccl-tests' busbw measures, paying only what the kernel's TCP costs per byte: a collective
+// over the same sockets, which must also touch its whole buffers in memory and reduce,
+// should not report more. The out-of-place and in-place columns are two runs of the same
+// transfer.
 //
 // Ranks come from mixccl_launch's detection (mixcclrun, mpirun, srun, torchrun); the
 // rendezvous is a fresh directory -S shared by the ranks, where each rank publishes its port.
@@ -40,6 +43,7 @@ namespace {
 // mixccl's SO_SNDBUF / SO_RCVBUF on same-host connections (src/transport/socket_mesh.cc).
 constexpr int kDefaultSocketBufferBytes = 4 << 20;
 constexpr size_t kMaxCallBytes = 1 << 20;  // bytes per send or recv call, as mixccl's chunks
+constexpr size_t kWindowBytes = 1 << 20;   // user memory each side cycles over (in L2)
 
 double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
@@ -241,8 +245,8 @@ int main(int argc, char** argv) {
     size_t param, ns, nr;
     peer_counts(a.coll, s, n, &param, &ns, &nr);
     const size_t bytes = bytesPerRank(a.coll, param, n);
-    const size_t srcBytes = std::max<size_t>(ns * sizeof(float), 1);
-    const size_t dstBytes = std::max<size_t>(nr * sizeof(float), 1);
+    const size_t srcBytes = std::clamp<size_t>(ns * sizeof(float), 1, kWindowBytes);
+    const size_t dstBytes = std::clamp<size_t>(nr * sizeof(float), 1, kWindowBytes);
     double us[2], alg[2], bus[2];
     int64_t wrong[2] = {0, 0};
     for (int run = 0; run < 2; ++run) {
