@@ -7,7 +7,8 @@
 // collective of that size sends per rank, 2(n-1)/n * S for AllReduce and (n-1)/n * S for
 // AllGather and ReduceScatter, while receiving as many from the previous rank: one duplex
 // stream per rank, no reduction, no step waiting for another, socket buffers like mixccl's
-// same-host connections (-B), and user buffers that stay in cache (the stream cycles over at
+// same-host connections (-B) and their congestion control (-K, Reno; 'default' keeps the
+// system's), and user buffers that stay in cache (the stream cycles over at
 // most kWindowBytes of each side). busbw is then the per-rank send rate, the quantity
 // nccl-tests' busbw measures, paying only what the kernel's TCP costs per byte: a collective
 // over the same sockets, which must also touch its whole buffers in memory and reduce,
@@ -40,8 +41,9 @@
 
 namespace {
 
-// mixccl's SO_SNDBUF / SO_RCVBUF on same-host connections (src/transport/socket_mesh.cc).
+// mixccl's defaults on same-host connections (src/transport/same_host_tuning.cc).
 constexpr int kDefaultSocketBufferBytes = 4 << 20;
+constexpr const char* kDefaultCongestion = "reno";
 constexpr size_t kMaxCallBytes = 1 << 20;  // bytes per send or recv call, as mixccl's chunks
 constexpr size_t kWindowBytes = 1 << 20;   // user memory each side cycles over (in L2)
 
@@ -59,7 +61,7 @@ uint8_t patternByte(int rank, size_t i) { return static_cast<uint8_t>(rank * 31 
 
 class Ring {
  public:
-  Ring(int rank, int nranks, const std::string& dir, int bufferBytes)
+  Ring(int rank, int nranks, const std::string& dir, int bufferBytes, const std::string& cc)
       : rank_(rank), nranks_(nranks) {
     int listener = socket(AF_INET, SOCK_STREAM, 0);
     if (listener < 0) die(rank, "socket");
@@ -85,6 +87,10 @@ class Ring {
       setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
       setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bufferBytes, sizeof(bufferBytes));
       setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bufferBytes, sizeof(bufferBytes));
+      if (cc != "default" &&
+          setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc.data(), (socklen_t)cc.size()) != 0) {
+        die(rank, ("congestion control " + cc).c_str());
+      }
     }
   }
   ~Ring() {
@@ -185,9 +191,12 @@ size_t bytesPerRank(peer_coll c, size_t param, int n) {
 
 int main(int argc, char** argv) {
   int bufferBytes = kDefaultSocketBufferBytes;
+  std::string congestion = kDefaultCongestion;
   std::vector<char*> rest{argv[0]};
-  for (int i = 1; i < argc; ++i) {  // -B is ours; everything else is the peers' common flags
-    if (std::strcmp(argv[i], "-B") == 0 && i + 1 < argc) {
+  for (int i = 1; i < argc; ++i) {  // -B, -K are ours; the rest are the peers' common flags
+    if (std::strcmp(argv[i], "-K") == 0 && i + 1 < argc) {
+      congestion = argv[++i];
+    } else if (std::strcmp(argv[i], "-B") == 0 && i + 1 < argc) {
       bufferBytes = std::atoi(argv[++i]);
       if (bufferBytes <= 0) {
         std::fprintf(stderr, "tcp_roof_perf: bad -B %s\n", argv[i]);
@@ -199,7 +208,7 @@ int main(int argc, char** argv) {
   }
   peer_args a;
   if (peer_parse_args(static_cast<int>(rest.size()), rest.data(), &a,
-                      " -S store_dir [-B socket_buffer_bytes]") != 0) {
+                      " -S store_dir [-B socket_buffer_bytes] [-K congestion_control]") != 0) {
     return 2;
   }
   const char* storeDir = a.store ? a.store : std::getenv("GLOO_STORE_DIR");
@@ -217,7 +226,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "tcp_roof_perf: needs at least 2 ranks\n");
     return 2;
   }
-  Ring ring(rank, n, storeDir, bufferBytes);
+  Ring ring(rank, n, storeDir, bufferBytes, congestion);
 
   size_t maxBytes = 0;
   int done = 0;
@@ -232,8 +241,8 @@ int main(int argc, char** argv) {
     char banner[256];
     std::snprintf(banner, sizeof(banner),
                   "tcp-roof-perf %s: raw loopback TCP ring, the bytes a bandwidth-optimal "
-                  "collective sends per rank, SO_SNDBUF/SO_RCVBUF %d",
-                  peer_coll_name(a.coll), bufferBytes);
+                  "collective sends per rank, SO_SNDBUF/SO_RCVBUF %d, congestion control %s",
+                  peer_coll_name(a.coll), bufferBytes, congestion.c_str());
     peer_print_header(banner, &a, n);
   }
   const int prev = (rank + n - 1) % n;

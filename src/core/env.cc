@@ -39,6 +39,7 @@ EnvParams load() {
   p.nsocksPerPeer = (int)readInt("MIXCCL_NSOCKS_PERPEER", 0, 0, 16);  // 0: automatic
   p.socketFrameBytes = (size_t)readInt("MIXCCL_SOCKET_FRAME_BYTES", 256 << 10, 4096, 64 << 20);
   p.socketBufferBytes = (int)readInt("MIXCCL_SOCKET_BUFFER_BYTES", 4 << 20, 0, 1 << 30);
+  p.socketCongestion = readString("MIXCCL_SOCKET_CONGESTION", "reno");
   p.algo = readString("MIXCCL_ALGO", "auto");
   p.rdThresholdBytes = (size_t)readInt("MIXCCL_RD_THRESHOLD", 64 << 10, 0, 1LL << 40);
   p.rhThresholdBytes = (size_t)readInt("MIXCCL_RH_THRESHOLD", 4 << 20, 0, 1LL << 40);

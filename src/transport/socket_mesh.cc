@@ -8,9 +8,9 @@
 #include <string>
 #include <thread>
 
-#include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "transport/same_host_tuning.h"
 
 namespace mixccl {
 namespace {
@@ -165,34 +165,7 @@ Result connectMesh(const Socket& listener, const MeshParams& params,
     // Carry the acceptor thread's message to this thread's last error.
     return adoptError(acceptResult, acceptError);
   }
-  // Same-host connections get large fixed buffers (MIXCCL_SOCKET_BUFFER_BYTES, 4 MiB; the
-  // kernel doubles it and caps it at net.core.wmem_max / rmem_max): loopback moves a whole
-  // chunk per system call from the first message on, instead of waiting for the kernel's
-  // autotuning to grow a 16 KiB send buffer and 128 KiB receive window (docs/performance.md).
-  // Connections to other hosts keep autotuning (its receive window grows further for long
-  // links).
-  const int bufferBytes = env().socketBufferBytes;
-  int sndbuf = -1, rcvbuf = -1;  // what the kernel granted, for the log
-  for (int r = 0; r < params.nranks && bufferBytes > 0; ++r) {
-    if (r == params.rank || peers[r].hostHash != peers[params.rank].hostHash) continue;
-    for (Socket& c : (*conns)[r]) {
-      int v = bufferBytes;
-      // Best effort: a refused size leaves the kernel's autotuning, which still works.
-      setsockopt(c.fd(), SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
-      setsockopt(c.fd(), SOL_SOCKET, SO_RCVBUF, &v, sizeof(v));
-      socklen_t len = sizeof(sndbuf);
-      getsockopt(c.fd(), SOL_SOCKET, SO_SNDBUF, &sndbuf, &len);
-      len = sizeof(rcvbuf);
-      getsockopt(c.fd(), SOL_SOCKET, SO_RCVBUF, &rcvbuf, &len);
-    }
-  }
-  if (sndbuf >= 0) {
-    INFO(kLogInit | kLogNet, "rank %d: same-host socket buffers SO_SNDBUF %d SO_RCVBUF %d "
-         "(MIXCCL_SOCKET_BUFFER_BYTES=%d)", params.rank, sndbuf, rcvbuf, bufferBytes);
-  } else {
-    INFO(kLogInit | kLogNet, "rank %d: socket buffers left to kernel autotuning "
-         "(MIXCCL_SOCKET_BUFFER_BYTES=%d, or no peer on this host)", params.rank, bufferBytes);
-  }
+  tuneSameHostConnections(params.rank, peers, conns);
   INFO(kLogInit | kLogNet, "rank %d: connected to %d peers (MIXCCL_NSOCKS_PERPEER=%d, 0: auto)",
        params.rank, params.nranks - 1, params.nsocks);
   return mixcclSuccess;
