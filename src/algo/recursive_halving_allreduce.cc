@@ -5,8 +5,9 @@
 // 2 log2(n) steps instead of 2(n-1): fewer hand-offs between processes, which is what counts
 // when ranks outnumber cores. Every element is reduced by one owner, so all ranks get the
 // same bits.
+#include <algorithm>
 #include <cstring>
-#include <vector>
+#include <memory>
 
 #include "algo/algorithms.h"
 #include "algo/chunking.h"
@@ -28,20 +29,23 @@ Result recursiveHalvingAllReduce(CollContext& c, const void* sendbuf, void* recv
   auto start = [&](size_t b) { return b == (size_t)n ? count : seg.start((int)b); };
   auto len = [&](BlockRange b) { return start(b.last) - start(b.first); };
 
-  // Reduce-scatter: the range held halves each step until only block r is left.
+  // Reduce-scatter: the range held halves each step until only block r is left. The first
+  // step keeps the largest range; scratch is sized for it once and never zero-filled (a
+  // memset of half the buffer per call cost more than the exchange's bookkeeping).
   BlockRange held{0, (size_t)n};
-  std::vector<char> scratch;
+  const BlockRange firstKeep = (r & (n / 2)) ? BlockRange{(size_t)n / 2, (size_t)n}
+                                             : BlockRange{0, (size_t)n / 2};
+  std::unique_ptr<char[]> scratch(new char[std::max<size_t>(1, len(firstKeep) * es)]);
   for (int mask = n / 2; mask >= 1; mask /= 2) {
     const size_t mid = held.first + (size_t)mask;
     BlockRange lower{held.first, mid}, upper{mid, held.last};
     BlockRange keep = (r & mask) ? upper : lower, give = (r & mask) ? lower : upper;
-    scratch.resize(std::max<size_t>(1, len(keep) * es));
     char* keepAt = out + start(keep.first) * es;
     const bool last = mask == 1;
     MIXCCL_CHECK(exchange(c.transfers, r ^ mask, out + start(give.first) * es, len(give),
-                          scratch.data(), len(keep), es, chunkElems, [&](size_t off, size_t n2) {
+                          scratch.get(), len(keep), es, chunkElems, [&](size_t off, size_t n2) {
       char* dst = keepAt + off * es;
-      reduce(dst, dst, scratch.data() + off * es, n2, type, op);
+      reduce(dst, dst, scratch.get() + off * es, n2, type, op);
       if (last && op == mixcclAvg) divideBy(dst, n2, type, n);
     }));
     held = keep;
