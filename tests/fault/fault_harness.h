@@ -133,8 +133,12 @@ class Job {
                    -1, 0);
     sh_ = p == MAP_FAILED ? nullptr : static_cast<Shared*>(p);
     if (sh_) memset(static_cast<void*>(sh_), 0, sizeof(Shared));
+    rootStarted_ = now();
     idOk_ = mixcclGetUniqueId(&id_) == mixcclSuccess;
   }
+  // now() just before the rendezvous root started: its timeout counts from here, while a
+  // rank's own clock starts only once it is forked and released.
+  double rootStarted() const { return rootStarted_; }
   ~Job() {
     killAll();
     if (sh_) munmap(sh_, sizeof(Shared));
@@ -244,6 +248,7 @@ class Job {
   std::vector<pid_t> pids_;
   std::vector<int> status_;
   double started_ = 0;
+  double rootStarted_ = 0;
 };
 
 // The connected TCP sockets of this process (not listeners): after init, the transport's.
