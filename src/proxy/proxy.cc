@@ -546,22 +546,9 @@ void Proxy::pumpRecv(SockState& s) {
     if (left > 0) {
       // A large body goes straight to the user's buffer, and the next frame's header (when it
       // is already there) into the empty stage in the same system call.
-      ssize_t k;
       size_t extra = 0;
       s.stageBegin = s.stageEnd = 0;  // empty here (staged == 0)
-      if (!s.shm) {
-        iovec iov[2] = {{dst, left}, {s.stage.data(), sizeof(FrameHeader)}};
-        msghdr msg{};
-        msg.msg_iov = iov;
-        msg.msg_iovlen = 2;
-        k = recvmsg(s.fd, &msg, MSG_DONTWAIT);
-        if (k > (ssize_t)left) {
-          extra = (size_t)k - left;
-          k = (ssize_t)left;
-        }
-      } else {
-        k = streamRecv(s, dst, left);
-      }
+      ssize_t k = streamRecv(s, dst, left, s.stage.data(), sizeof(FrameHeader), &extra);
       if (k <= 0) {
         if (k < 0 && errno == EINTR) continue;
         if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
@@ -646,7 +633,18 @@ ssize_t Proxy::streamSend(SockState& s, const iovec* iov, int n) {
 
 // Reads from the socket or the ring; -1 with EAGAIN when nothing is there, 0 at the end (a
 // ring ends when its producer closed it and it is empty).
-ssize_t Proxy::streamRecv(SockState& s, void* buf, size_t n) {
+ssize_t Proxy::streamRecv(SockState& s, void* buf, size_t n, void* spill, size_t spillBytes,
+                          size_t* spilled) {
+  if (!s.shm && spill) {
+    iovec iov[2] = {{buf, n}, {spill, spillBytes}};
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = 2;
+    ssize_t k = recvmsg(s.fd, &msg, MSG_DONTWAIT);
+    if (k <= (ssize_t)n) return k;
+    *spilled = (size_t)k - n;
+    return (ssize_t)n;
+  }
   if (!s.shm) return recv(s.fd, buf, n, MSG_DONTWAIT);
   ShmRing& ring = s.shm->in;
   size_t k = ring.read(buf, n);

@@ -76,7 +76,10 @@ class Proxy {
   void handlePeerFailedNotice(int from, uint32_t who);
   // The shared-memory path (SockState::shm): the byte stream is a ring pair instead of fd.
   ssize_t streamSend(SockState& s, const iovec* iov, int n);
-  ssize_t streamRecv(SockState& s, void* buf, size_t n);
+  // With spill: bytes beyond n (up to spillBytes; sockets only, one system call) land in
+  // spill, their count in *spilled; the return value counts only those into buf.
+  ssize_t streamRecv(SockState& s, void* buf, size_t n, void* spill = nullptr,
+                     size_t spillBytes = 0, size_t* spilled = nullptr);
   void pumpShm(SockState& s);
   void pumpControl(SockState& s);
   void pumpCmaDone(SockState& s);
