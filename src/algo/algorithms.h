@@ -44,11 +44,14 @@ Result directScatter(CollContext& c, const void* sendbuf, void* recvbuf, size_t 
                      mixcclDataType_t type, int root);
 
 enum class AllReduceAlgo { Ring, RecursiveDoubling, RecursiveHalving };
-// MIXCCL_ALGO=ring|rd forces one; otherwise messages below MIXCCL_RD_THRESHOLD bytes take
-// recursive doubling (log2 n latency steps) and larger ones the bandwidth-optimal ring.
+// MIXCCL_ALGO=ring|rd|rh forces one (rh: power-of-two rank counts only); otherwise messages
+// below MIXCCL_RD_THRESHOLD bytes take recursive doubling (log2 n latency steps), power-of-two
+// rank counts >= 4 recursive halving below MIXCCL_RH_THRESHOLD, and the rest the
+// bandwidth-optimal ring.
 AllReduceAlgo chooseAllReduceAlgo(size_t bytes, int nranks);
 // AllGather of totalBytes (all blocks): recursive doubling for power-of-two rank counts >= 4
-// below MIXCCL_RH_THRESHOLD (MIXCCL_ALGO=ring forces the ring), else the ring.
+// below MIXCCL_RH_THRESHOLD, else the ring; MIXCCL_ALGO=ring forces the ring, rh recursive
+// doubling (power-of-two rank counts).
 bool useRecursiveDoublingAllGather(size_t totalBytes, int nranks);
 
 }  // namespace mixccl

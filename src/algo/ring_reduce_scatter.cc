@@ -45,7 +45,7 @@ Result ringReduceScatter(CollContext& c, const void* sendbuf, void* recvbuf, siz
   // chunk, whose earlier send the next rank consumes at about the same point of its own loop.
   // Fewer slots would make each rank wait for the next one to be nchunks units ahead, which
   // around a ring is a deadlock once the socket buffers are full.
-  SlotRing partials(nchunks, std::min(chunkElems, count) * es);
+  SlotRing partials(nchunks, slotBytes);
   size_t posted = 0;
   for (size_t u = 0; u < units; ++u) {
     for (; posted < units && posted < u + kWindow; ++posted)
