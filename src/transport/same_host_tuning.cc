@@ -38,22 +38,27 @@ void tuneSameHostConnections(int rank, const std::vector<PeerInfo>& peers,
   const int bufferBytes = env().socketBufferBytes;
   std::string congestion = env().socketCongestion;
   if (congestion == "default") congestion.clear();
-  int sndbuf = -1, rcvbuf = -1;  // what the kernel granted, for the log
+  int sndbuf = -1, rcvbuf = -1;  // what the kernel granted (first connection), for the log
   char granted[32] = "";
-  bool warned = false;
+  bool warnedBuffers = false, warnedCongestion = false;
   for (size_t r = 0; r < conns->size(); ++r) {
     if ((int)r == rank || peers[r].hostHash != peers[rank].hostHash) continue;
     for (Socket& c : (*conns)[r]) {
-      bool ok = bufferBytes <= 0 || setBuffers(c.fd(), bufferBytes);
-      if (ok && !congestion.empty() && !setCongestion(c.fd(), congestion)) ok = false;
-      if (!ok && !warned) {
+      if (bufferBytes > 0 && !setBuffers(c.fd(), bufferBytes) && !warnedBuffers) {
+        WARN(kLogInit | kLogNet, "rank %d: SO_SNDBUF/SO_RCVBUF %d refused for a same-host "
+             "connection (%s); keeping the kernel's autotuning", rank, bufferBytes,
+             strerror(errno));
+        warnedBuffers = true;
+      }
+      if (!congestion.empty() && !setCongestion(c.fd(), congestion) && !warnedCongestion) {
         WARN(kLogInit | kLogNet, "rank %d: socket option for a same-host connection refused "
              "(%s); keeping the kernel's default. MIXCCL_SOCKET_CONGESTION=%s must be in "
              "net.ipv4.tcp_available_congestion_control (and, without CAP_NET_ADMIN, in "
              "tcp_allowed_congestion_control); 'default' keeps the system's",
              rank, strerror(errno), congestion.c_str());
-        warned = true;
+        warnedCongestion = true;
       }
+      if (sndbuf >= 0) continue;
       socklen_t len = sizeof(sndbuf);
       getsockopt(c.fd(), SOL_SOCKET, SO_SNDBUF, &sndbuf, &len);
       len = sizeof(rcvbuf);
