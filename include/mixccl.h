@@ -110,10 +110,11 @@ typedef struct mixcclConfig_v1 {
   unsigned int version;  /* MIXCCL_VERSION_CODE of the header the caller compiled against */
   int blocking;          /* 1 (default): init and calls block; 0: they may return InProgress */
   int timeout;           /* seconds every wait is bounded by; default MIXCCL_TIMEOUT_S or 300 */
-  const char* netName;   /* network transport: "socket" (default) */
+  const char* netName;   /* transport: "socket" or "shm"; unset: shm within a host, else socket */
   const char* commName;  /* a name shown in logs */
   const char* adaptor;   /* device adaptor: "host" (default); see MIXCCL_ADAPTOR */
-  int nsocksPerPeer;     /* TCP connections per peer; default MIXCCL_NSOCKS_PERPEER or 2 */
+  int nsocksPerPeer;     /* TCP connections to each peer served by sockets, 1..16; default
+                            MIXCCL_NSOCKS_PERPEER, else 1 on the same host and 2 across hosts */
 } mixcclConfig_t;
 
 #define MIXCCL_CONFIG_MAGIC 0x6d697863u /* "mixc" */
@@ -157,6 +158,22 @@ const char* mixcclGetLastError(mixcclComm_t comm);
 mixcclResult_t mixcclCommCount(const mixcclComm_t comm, int* count);
 mixcclResult_t mixcclCommUserRank(const mixcclComm_t comm, int* rank);
 mixcclResult_t mixcclCommDevice(const mixcclComm_t comm, int* device);
+
+/* What the communicator chose, as text: writes the value of key (NUL-terminated) into value.
+ * Keys:
+ *   "transport.<peer>"        transport to that rank: "shm" or "socket"
+ *   "algo.allreduce.<bytes>"  algorithm of an AllReduce of <bytes> per rank: "ring", "rd"
+ *                             (recursive doubling), "rh" (recursive halving), "hierarchical"
+ *                             (several domains) or "native" (the domain's own library)
+ *   "algo.allgather.<bytes>"  algorithm of an AllGather whose whole result is <bytes>:
+ *                             "ring", "rd", or "native"
+ *   "domains"                 the domain index of every rank, comma-separated ("0,1,1,1")
+ *   "adaptor.<rank>"          that rank's device adaptor ("host", "gloo", ...)
+ * An unknown key, a rank out of range (or this rank for "transport."), or a value longer than
+ * valueSize - 1 gives mixcclInvalidArgument with a message naming the key; value is then left
+ * as it was and the communicator stays usable. Numbers are decimal. */
+mixcclResult_t mixcclCommInspect(mixcclComm_t comm, const char* key, char* value,
+                                 size_t valueSize);
 
 /* Collectives. count is the element count per rank where NCCL says so (AllGather,
  * ReduceScatter, AlltoAll, Gather, Scatter). In-place when the buffers are the same pointer

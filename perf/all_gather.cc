@@ -5,8 +5,8 @@ using namespace mixperf;
 
 namespace {
 mixcclResult_t run(const void* s, void* r, size_t count, mixcclDataType_t t, mixcclRedOp_t,
-                   int, mixcclComm_t comm, int, int) {
-  return mixcclAllGather(s, r, count, t, comm, nullptr);
+                   int, mixcclComm_t comm, int, int, mixcclStream_t stream) {
+  return mixcclAllGather(s, r, count, t, comm, stream);
 }
 void fillSend(const DataJob& j, void* send) { fillInput(*j.plan, j.rank, 0, j.counts.send, send); }
 bool fillExpected(const DataJob& j, void* e) {

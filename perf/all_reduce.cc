@@ -6,8 +6,8 @@ using namespace mixperf;
 namespace {
 double busFactor(int n) { return 2.0 * (n - 1) / n; }
 mixcclResult_t run(const void* s, void* r, size_t count, mixcclDataType_t t, mixcclRedOp_t op,
-                   int, mixcclComm_t comm, int, int) {
-  return mixcclAllReduce(s, r, count, t, op, comm, nullptr);
+                   int, mixcclComm_t comm, int, int, mixcclStream_t stream) {
+  return mixcclAllReduce(s, r, count, t, op, comm, stream);
 }
 void fillSend(const DataJob& j, void* send) { fillInput(*j.plan, j.rank, 0, j.counts.send, send); }
 bool fillExpected(const DataJob& j, void* e) {

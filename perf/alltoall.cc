@@ -11,8 +11,8 @@ void counts(size_t count, size_t es, int n, Counts* c) {
   c->sendInplaceOffset = c->recvInplaceOffset = 0;
 }
 mixcclResult_t run(const void* s, void* r, size_t count, mixcclDataType_t t, mixcclRedOp_t,
-                   int, mixcclComm_t comm, int, int) {
-  return mixcclAlltoAll(s, r, count, t, comm, nullptr);
+                   int, mixcclComm_t comm, int, int, mixcclStream_t stream) {
+  return mixcclAlltoAll(s, r, count, t, comm, stream);
 }
 // Block p of rank r's send buffer goes to rank p; block q of the receive buffer comes from q.
 void fillSend(const DataJob& j, void* send) { fillInput(*j.plan, j.rank, 0, j.counts.send, send); }

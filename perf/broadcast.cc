@@ -5,8 +5,8 @@ using namespace mixperf;
 
 namespace {
 mixcclResult_t run(const void* s, void* r, size_t count, mixcclDataType_t t, mixcclRedOp_t,
-                   int root, mixcclComm_t comm, int, int) {
-  return mixcclBroadcast(s, r, count, t, root, comm, nullptr);
+                   int root, mixcclComm_t comm, int, int, mixcclStream_t stream) {
+  return mixcclBroadcast(s, r, count, t, root, comm, stream);
 }
 // Every rank writes its own data; only the root's may arrive anywhere.
 void fillSend(const DataJob& j, void* send) { fillInput(*j.plan, j.rank, 0, j.counts.send, send); }

@@ -5,8 +5,8 @@ using namespace mixperf;
 
 namespace {
 mixcclResult_t run(const void* s, void* r, size_t count, mixcclDataType_t t, mixcclRedOp_t op,
-                   int root, mixcclComm_t comm, int, int) {
-  return mixcclReduce(s, r, count, t, op, root, comm, nullptr);
+                   int root, mixcclComm_t comm, int, int, mixcclStream_t stream) {
+  return mixcclReduce(s, r, count, t, op, root, comm, stream);
 }
 void fillSend(const DataJob& j, void* send) { fillInput(*j.plan, j.rank, 0, j.counts.send, send); }
 bool fillExpected(const DataJob& j, void* e) {

@@ -6,11 +6,11 @@ using namespace mixperf;
 
 namespace {
 mixcclResult_t run(const void* s, void* r, size_t count, mixcclDataType_t t, mixcclRedOp_t, int,
-                   mixcclComm_t comm, int rank, int n) {
+                   mixcclComm_t comm, int rank, int n, mixcclStream_t stream) {
   mixcclResult_t res = mixcclGroupStart();
   if (res != mixcclSuccess) return res;
-  mixcclResult_t a = mixcclSend(s, count, t, (rank + 1) % n, comm, nullptr);
-  mixcclResult_t b = mixcclRecv(r, count, t, (rank - 1 + n) % n, comm, nullptr);
+  mixcclResult_t a = mixcclSend(s, count, t, (rank + 1) % n, comm, stream);
+  mixcclResult_t b = mixcclRecv(r, count, t, (rank - 1 + n) % n, comm, stream);
   res = mixcclGroupEnd();
   if (a != mixcclSuccess) return a;
   if (b != mixcclSuccess) return b;

@@ -60,7 +60,7 @@ export HWLOC_COMPONENTS=-pci
 # The testbed tests need binaries this build does not make; they too run in the normal build.
 # The adaptor and heterogeneous tests need plugins and MPI programs this build does not make;
 # the cross-domain path runs below as quick matrices instead of the full-size ones.
-ASAN_EXCLUDE='^matrix_[0-9]ranks$|^matrix_domains_|install_consumer|main_job|^Topology|^testbed_|mixccl_topo|^adaptor_|^hetero_'
+ASAN_EXCLUDE='^matrix_[0-9]ranks_[a-z]+$|^matrix_1rank$|^matrix_domains_|install_consumer|main_job|^Topology|^testbed_|mixccl_topo|^adaptor_|^hetero_|^Inspect.AdaptorsFormDomains$'
 
 if ((RUN_ASAN)); then
   echo "== sanitizers: AddressSanitizer + UndefinedBehaviorSanitizer build"
@@ -68,7 +68,7 @@ if ((RUN_ASAN)); then
   ((HAVE_CLANG)) && ((FUZZ_SECONDS > 0)) && fuzz=ON
   cmake -S . -B build-asan "${COMMON[@]}" "${COMPILER[@]}" -DMIXCCL_SANITIZE=address,undefined \
         -DMIXCCL_BUILD_FUZZERS=$fuzz >/dev/null
-  targets=(mixccl collective_matrix api_behaviour_tests mixccl_unit_tests fault_tests
+  targets=(mixccl collective_matrix api_behaviour_tests inspect_tests mixccl_unit_tests fault_tests
            fault_mismatch_tests fault_stranger_tests proxy_transport_tests fuzz_replay_bootstrap
            fuzz_replay_transport)
   [ "$fuzz" = ON ] && targets+=(fuzz_bootstrap fuzz_transport)

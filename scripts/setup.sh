@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config libssl-dev libgtest-dev nlohmann-json3-dev libhwloc-dev
-          libgloo-dev libopenmpi-dev openmpi-bin python3 python3-matplotlib iproute2)
+          libgloo-dev libopenmpi-dev openmpi-bin python3 python3-matplotlib iproute2
+          libucx-dev ucx-utils libfabric-dev libfabric-bin libibverbs-dev librdmacm-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,9 +1,11 @@
 // mixcclrun: start N ranks of a mixccl program on this host.
 //
-//   mixcclrun -np N [--host-list h1,h2,...] [-x VAR=VAL]... [options] PROGRAM [ARGS...]
+//   mixcclrun -np N [--adaptors LIST] [--host-list h1,h2,...] [-x VAR=VAL]... [options] PROGRAM
+//             [ARGS...]
 //
 // Each rank gets MIXCCL_COMM_ID=127.0.0.1:<free port>, a random MIXCCL_COMM_SECRET,
-// MIXCCL_RANK, MIXCCL_NRANKS, MIXCCL_LOCAL_RANK and MIXCCL_LOCAL_SIZE. Every line a rank writes
+// MIXCCL_RANK, MIXCCL_NRANKS, MIXCCL_LOCAL_RANK and MIXCCL_LOCAL_SIZE, and with --adaptors its
+// own MIXCCL_ADAPTOR (a heterogeneous job on one host without a wrapper script). Every line a rank writes
 // is prefixed with "[rank] " (stdout to stdout, stderr to stderr). SIGINT, SIGTERM, SIGHUP, SIGQUIT,
 // SIGUSR1 and SIGUSR2 are forwarded to all ranks. When a rank exits with a non-zero status or is
 // killed by a signal, the others get SIGTERM, then SIGKILL after a grace period, and mixcclrun
@@ -29,109 +31,11 @@
 #include <string>
 #include <vector>
 
+#include "mixcclrun_options.h"
+
+using namespace mixcclrun;
+
 namespace {
-
-const char* kProg = "mixcclrun";
-
-struct Options {
-  int np = 0;
-  std::vector<std::string> hosts;
-  std::vector<std::pair<std::string, std::string>> exports;
-  double graceS = 3.0;
-  double timeoutS = 0.0;
-  bool prefix = true;
-  std::vector<std::string> command;
-};
-
-void usage(FILE* f) {
-  std::fprintf(f,
-               "usage: %s -np N [options] PROGRAM [ARGS...]\n"
-               "  -np, -n, --np N        number of ranks to start on this host\n"
-               "  --host-list, -H LIST   comma-separated hosts (h or h:slots); every entry must be\n"
-               "                         this host: mixcclrun only launches locally (use mpirun,\n"
-               "                         srun or torchrun across hosts)\n"
-               "  -x VAR=VAL | -x VAR    set VAR for every rank (VAR alone: require it is set)\n"
-               "  --grace SECONDS        wait before SIGKILL after SIGTERM (default 3)\n"
-               "  --timeout SECONDS      kill the job after this long, exit 124 (default: none)\n"
-               "  --no-prefix            do not prefix output lines with [rank]\n"
-               "  -h, --help             this help\n",
-               kProg);
-}
-
-[[noreturn]] void die(const std::string& msg) {
-  std::fprintf(stderr, "%s: %s\n", kProg, msg.c_str());
-  std::exit(2);
-}
-
-bool parseDouble(const std::string& s, double* out) {
-  char* end = nullptr;
-  errno = 0;
-  double v = std::strtod(s.c_str(), &end);
-  if (errno != 0 || end == s.c_str() || *end != '\0' || v < 0) return false;
-  *out = v;
-  return true;
-}
-
-Options parseArgs(int argc, char** argv) {
-  Options o;
-  int i = 1;
-  auto need = [&](const std::string& opt) -> std::string {
-    if (i + 1 >= argc) die("option " + opt + " needs a value");
-    return argv[++i];
-  };
-  for (; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--") {
-      ++i;
-      break;
-    }
-    if (a.empty() || a[0] != '-') break;
-    if (a == "-np" || a == "-n" || a == "--np" || a == "-c") {
-      std::string v = need(a);
-      char* end = nullptr;
-      long n = std::strtol(v.c_str(), &end, 10);
-      if (end == v.c_str() || *end != '\0' || n < 1 || n > 4096) die("invalid rank count '" + v + "'");
-      o.np = static_cast<int>(n);
-    } else if (a == "--host-list" || a == "-H" || a == "--host" || a == "--hosts") {
-      std::string v = need(a);
-      size_t start = 0;
-      while (start <= v.size()) {
-        size_t comma = v.find(',', start);
-        std::string h = v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-        if (!h.empty()) o.hosts.push_back(h);
-        if (comma == std::string::npos) break;
-        start = comma + 1;
-      }
-      if (o.hosts.empty()) die("empty host list");
-    } else if (a == "-x") {
-      std::string v = need(a);
-      size_t eq = v.find('=');
-      if (eq == 0 || v.empty()) die("invalid -x '" + v + "'");
-      if (eq == std::string::npos) {
-        const char* cur = std::getenv(v.c_str());
-        if (cur == nullptr) die("-x " + v + ": variable is not set in this environment");
-        o.exports.emplace_back(v, cur);
-      } else {
-        o.exports.emplace_back(v.substr(0, eq), v.substr(eq + 1));
-      }
-    } else if (a == "--grace") {
-      if (!parseDouble(need(a), &o.graceS)) die("invalid --grace value");
-    } else if (a == "--timeout") {
-      if (!parseDouble(need(a), &o.timeoutS)) die("invalid --timeout value");
-    } else if (a == "--no-prefix") {
-      o.prefix = false;
-    } else if (a == "-h" || a == "--help") {
-      usage(stdout);
-      std::exit(0);
-    } else {
-      die("unknown option '" + a + "' (see --help)");
-    }
-  }
-  for (; i < argc; ++i) o.command.push_back(argv[i]);
-  if (o.np == 0) die("missing -np N (see --help)");
-  if (o.command.empty()) die("missing PROGRAM (see --help)");
-  return o;
-}
 
 // ---------------------------------------------------------------------------------------------
 // --host-list: every entry must name this host.
@@ -363,6 +267,7 @@ int main(int argc, char** argv) {
       setenv("MIXCCL_NRANKS", std::to_string(opt.np).c_str(), 1);
       setenv("MIXCCL_LOCAL_RANK", std::to_string(r).c_str(), 1);
       setenv("MIXCCL_LOCAL_SIZE", std::to_string(opt.np).c_str(), 1);
+      if (!opt.adaptors.empty()) setenv("MIXCCL_ADAPTOR", opt.adaptors[r].c_str(), 1);
       std::vector<char*> args;
       for (auto& s : opt.command) args.push_back(const_cast<char*>(s.c_str()));
       args.push_back(nullptr);

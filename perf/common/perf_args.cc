@@ -60,7 +60,7 @@ const OptDef kOpts[] = {
     {'n', "iters"},       {'w', "warmup_iters"}, {'m', "agg_iters"},   {'N', "run_cycles"},
     {'c', "check"},       {'a', "average"},      {'T', "timeout"},     {'d', "datatype"},
     {'o', "op"},          {'r', "root"},         {'J', "output_file"}, {'t', "nthreads"},
-    {'g', "ngpus"},       {'X', "inject_error"}, {'h', "help"},
+    {'g', "ngpus"},       {'X', "inject_error"}, {'M', "memory"},      {'h', "help"},
 };
 
 }  // namespace
@@ -213,6 +213,10 @@ ParseResult parseArgs(int argc, const char* const* argv, PerfArgs* a, std::strin
           return ParseResult::kError;
         }
         break;
+      case 'M':
+        if (value != "auto" && value != "host") return badValue("memory (auto or host)");
+        a->forceHostMemory = value == "host";
+        break;
       case 'X':
         if (!parseInt(value, -1, INT_MAX, &v)) return badValue("rank");
         a->injectErrorRank = static_cast<int>(v);
@@ -273,6 +277,9 @@ std::string usage(const char* prog) {
       "  -T,--timeout <seconds>      abort an operation that takes longer (default 0: none)\n"
       "  -J,--output_file <file>     also write the results as JSON (written by rank 0)\n"
       "  -t,--nthreads 1, -g,--ngpus 1   accepted for compatibility (one rank per process)\n"
+      "  -M,--memory <auto|host>     buffers: auto = the memory of each rank's adaptor (device\n"
+      "                              memory on nccl, as nccl-tests), host = host memory and the\n"
+      "                              host adaptor where MIXCCL_ADAPTOR is unset (default auto)\n"
       "  -X,--inject_error <rank>    checker self-test: corrupt one result element on that rank\n"
       "  -h,--help                   this help\n"
       "Ranks come from mixcclrun, mpirun, srun or torchrun (docs/launching.md).\n";

@@ -15,8 +15,11 @@
 #include <thread>
 #include <vector>
 
+#include "mixccl_adaptor.h"
 #include "mixccl_launch.h"
 #include "perf_args.h"
+#include "perf_memory.h"
+#include "perf_memory_budget.h"
 #include "perf_output.h"
 #include "perf_types.h"
 
@@ -62,10 +65,19 @@ struct Runner {
   std::atomic<double> opStart{0.0};  // 0 when no operation is in flight
   std::atomic<bool> done{false};
   std::thread watchdog;
+  PerfMemory mem;
+  // Buffers the collectives take (device memory on device adaptors), and their host mirrors where
+  // data is filled and checked (the buffers themselves on host memory).
   char* sendBuf = nullptr;
   char* recvBuf = nullptr;
+  char* hostSend = nullptr;
+  char* hostRecv = nullptr;
   char* expBuf = nullptr;
   size_t bufBytes = 0;
+  // Small exchanges of the driver itself (barrier, times, error counts, the header).
+  char* scratch = nullptr;
+  char* hostScratch = nullptr;
+  size_t scratchBytes = 0;
   uint64_t checkCounter = 0;
   std::vector<ResultRecord> results;
   double bwSum = 0;
@@ -84,6 +96,34 @@ struct Runner {
 
   void check(mixcclResult_t res, const char* what) {
     if (res != mixcclSuccess) fail(what, res);
+  }
+
+  [[noreturn]] void failMemory(const std::string& why) {
+    std::fprintf(stderr, "%s: rank %d: %s\n", program.c_str(), rank, why.c_str());
+    std::fflush(stderr);
+    if (comm != nullptr) mixcclCommAbort(comm);
+    std::_Exit(1);
+  }
+  void checkMemory(const std::string& why) {
+    if (!why.empty()) failMemory(why);
+  }
+
+  // The host mirror of a pointer into sendBuf or recvBuf.
+  char* mirror(char* p) {
+    if (p >= recvBuf && p < recvBuf + bufBytes) return hostRecv + (p - recvBuf);
+    return hostSend + (p - sendBuf);
+  }
+
+  // Runs one small collective of the driver on host values in hostScratch: copied to scratch,
+  // run on the rank's stream, copied back (no copies on host memory).
+  void scratchCollective(size_t inBytes, size_t outOffset, size_t outBytes, const char* what,
+                         mixcclResult_t (*op)(const void*, void*, Runner&)) {
+    checkMemory(mem.upload(scratch, hostScratch, inBytes));
+    arm();
+    check(op(scratch, scratch + outOffset, *this), what);
+    checkMemory(mem.synchronize());
+    disarm();
+    checkMemory(mem.download(hostScratch + outOffset, scratch + outOffset, outBytes));
   }
 
   void arm() {
@@ -114,43 +154,53 @@ struct Runner {
   }
 
   void barrier() {
-    static int32_t v[2];
-    v[0] = 1;
-    arm();
-    check(mixcclAllReduce(&v[0], &v[1], 1, mixcclInt32, mixcclSum, comm, nullptr), "barrier");
-    disarm();
+    int32_t one = 1;
+    std::memcpy(hostScratch, &one, sizeof(one));
+    scratchCollective(8, 8, 4, "barrier", [](const void* in, void* out, Runner& R) {
+      return mixcclAllReduce(in, out, 1, mixcclInt32, mixcclSum, R.comm, R.mem.stream());
+    });
   }
 
   double aggregateTime(double sec) {
-    static double in[1], out[1];
-    in[0] = sec;
-    arm();
+    std::memcpy(hostScratch, &sec, sizeof(sec));
+    using Op = mixcclResult_t (*)(const void*, void*, Runner&);
+    Op op;
     switch (args.average) {
       case 0:
-        check(mixcclBroadcast(in, out, 1, mixcclFloat64, 0, comm, nullptr), "time broadcast");
+        op = [](const void* in, void* out, Runner& R) {
+          return mixcclBroadcast(in, out, 1, mixcclFloat64, 0, R.comm, R.mem.stream());
+        };
         break;
       case 2:
-        check(mixcclAllReduce(in, out, 1, mixcclFloat64, mixcclMin, comm, nullptr), "time min");
+        op = [](const void* in, void* out, Runner& R) {
+          return mixcclAllReduce(in, out, 1, mixcclFloat64, mixcclMin, R.comm, R.mem.stream());
+        };
         break;
       case 3:
-        check(mixcclAllReduce(in, out, 1, mixcclFloat64, mixcclMax, comm, nullptr), "time max");
+        op = [](const void* in, void* out, Runner& R) {
+          return mixcclAllReduce(in, out, 1, mixcclFloat64, mixcclMax, R.comm, R.mem.stream());
+        };
         break;
       default:
-        check(mixcclAllReduce(in, out, 1, mixcclFloat64, mixcclSum, comm, nullptr), "time sum");
-        out[0] /= nranks;
+        op = [](const void* in, void* out, Runner& R) {
+          return mixcclAllReduce(in, out, 1, mixcclFloat64, mixcclSum, R.comm, R.mem.stream());
+        };
         break;
     }
-    disarm();
-    return out[0];
+    scratchCollective(8, 8, 8, "time aggregation", op);
+    double out;
+    std::memcpy(&out, hostScratch + 8, sizeof(out));
+    return args.average == 1 ? out / nranks : out;
   }
 
   int64_t sumAcrossRanks(int64_t v) {
-    static int64_t in[1], out[1];
-    in[0] = v;
-    arm();
-    check(mixcclAllReduce(in, out, 1, mixcclInt64, mixcclSum, comm, nullptr), "error count sum");
-    disarm();
-    return out[0];
+    std::memcpy(hostScratch, &v, sizeof(v));
+    scratchCollective(8, 8, 8, "error count sum", [](const void* in, void* out, Runner& R) {
+      return mixcclAllReduce(in, out, 1, mixcclInt64, mixcclSum, R.comm, R.mem.stream());
+    });
+    int64_t out;
+    std::memcpy(&out, hostScratch + 8, sizeof(out));
+    return out;
   }
 
   void pointers(const Counts& c, size_t es, bool inPlace, char** send, char** recv) {
@@ -161,7 +211,8 @@ struct Runner {
   void runOnce(char* send, char* recv, const Counts& c, mixcclDataType_t t, mixcclRedOp_t op,
                int root) {
     arm();
-    check(coll.run(send, recv, c.param, t, op, root, comm, rank, nranks), coll.name);
+    check(coll.run(send, recv, c.param, t, op, root, comm, rank, nranks, mem.stream()), coll.name);
+    checkMemory(mem.synchronize());
     disarm();
   }
 
@@ -173,7 +224,8 @@ struct Runner {
     char *send, *recv;
     pointers(c, es, inPlace, &send, &recv);
     // Benign values for the timed runs (0 is exact in every type, never a NaN or a denormal).
-    std::memset(send, 0, c.send * es);
+    std::memset(mirror(send), 0, c.send * es);
+    checkMemory(mem.upload(send, mirror(send), c.send * es));
 
     runOnce(send, recv, c, t, op, root);  // sync, like nccl-tests
     barrier();
@@ -182,11 +234,13 @@ struct Runner {
       if (args.aggIters > 1) check(mixcclGroupStart(), "mixcclGroupStart");
       for (int a = 0; a < args.aggIters; ++a) {
         arm();
-        mixcclResult_t res = coll.run(send, recv, c.param, t, op, root, comm, rank, nranks);
+        mixcclResult_t res =
+            coll.run(send, recv, c.param, t, op, root, comm, rank, nranks, mem.stream());
         if (res != mixcclSuccess) fail(coll.name, res);
       }
       if (args.aggIters > 1) check(mixcclGroupEnd(), "mixcclGroupEnd");
     }
+    checkMemory(mem.synchronize());  // stream-ordered work counts until it has finished
     double sec = (nowSec() - t0) / (static_cast<double>(args.iters) * args.aggIters);
     disarm();
     sec = aggregateTime(sec);
@@ -202,14 +256,19 @@ struct Runner {
         DataPlan plan = makePlan(t, op, coll.reduction, nranks,
                                  0x6d69786363ULL * (++checkCounter) + 17);
         DataJob job{&plan, rank, nranks, root, c};
-        poison(recvBuf, std::max(c.send, c.recv) * es);
-        fillSend(job, send);
+        const size_t recvSpan = std::max(c.send, c.recv) * es;
+        poison(hostRecv, recvSpan);
+        checkMemory(mem.upload(recvBuf, hostRecv, recvSpan));
+        fillSend(job, mirror(send));
+        checkMemory(mem.upload(send, mirror(send), c.send * es));
         bool checked = coll.fillExpected(job, expBuf);
         runOnce(send, recv, c, t, op, root);
+        char* got = mirror(recv);
+        checkMemory(mem.download(got, recv, c.recv * es));
         if (args.injectErrorRank == rank && checked && c.recv > 0) {
-          recv[(c.recv / 2) * es] ^= 0x01;
+          got[(c.recv / 2) * es] ^= 0x01;
         }
-        int64_t mine = checked ? static_cast<int64_t>(countMismatches(t, recv, expBuf, c.recv)) : 0;
+        int64_t mine = checked ? static_cast<int64_t>(countMismatches(t, got, expBuf, c.recv)) : 0;
         if (mine != 0) {
           std::fprintf(stderr, "%s: rank %d: %lld wrong element(s) of %zu (%s %s %s root %d %s)\n",
                        program.c_str(), rank, static_cast<long long>(mine), c.recv, coll.name,
@@ -235,17 +294,19 @@ struct Runner {
   void printHeader(const mixcclLaunchInfo& info, std::vector<DeviceRecord>* devices) {
     // Gather one line per rank at rank 0 (AllGather of fixed-size records).
     constexpr size_t kRec = 512;
-    std::vector<char> mine(kRec, 0), all(kRec * static_cast<size_t>(nranks), 0);
+    std::vector<char> mine(kRec, 0);
     char host[256] = {0};
     gethostname(host, sizeof(host) - 1);
     int device = 0;
     if (mixcclCommDevice(comm, &device) != mixcclSuccess) device = -1;
-    std::snprintf(mine.data(), kRec, "%d|%d|%s|%d|%s (%s)", rank, static_cast<int>(getpid()), host,
-                  device, cpuModel().c_str(), info.launcher);
-    arm();
-    check(mixcclAllGather(mine.data(), all.data(), kRec, mixcclInt8, comm, nullptr),
-          "header AllGather");
-    disarm();
+    std::snprintf(mine.data(), kRec, "%d|%d|%s|%d|%s %s (%s)", rank, static_cast<int>(getpid()),
+                  host, device, mem.describe().c_str(), cpuModel().c_str(), info.launcher);
+    std::memcpy(hostScratch, mine.data(), kRec);
+    scratchCollective(kRec, kRec, kRec * static_cast<size_t>(nranks), "header AllGather",
+                      [](const void* in, void* out, Runner& R) {
+                        return mixcclAllGather(in, out, 512, mixcclInt8, R.comm, R.mem.stream());
+                      });
+    const char* all = hostScratch + kRec;
     if (rank != 0) return;
     int libVersion = 0;
     mixcclGetVersion(&libVersion);
@@ -260,7 +321,7 @@ struct Runner {
                 args.aggIters, args.check);
     std::printf("#\n# Using devices\n");
     for (int r = 0; r < nranks; ++r) {
-      std::string rec(all.data() + kRec * static_cast<size_t>(r));
+      std::string rec(all + kRec * static_cast<size_t>(r));
       DeviceRecord d;
       std::vector<std::string> f;
       size_t s = 0;
@@ -274,7 +335,7 @@ struct Runner {
       d.hostname = f[2];
       d.device = std::atoi(f[3].c_str());
       d.info = rec.substr(std::min(s, rec.size()));
-      std::printf("#  Rank %2d Group %2d Pid %6d on %10s device %2d [host] %s\n", d.rank, 0, d.pid,
+      std::printf("#  Rank %2d Group %2d Pid %6d on %10s device %2d %s\n", d.rank, 0, d.pid,
                   d.hostname.c_str(), d.device, d.info.c_str());
       devices->push_back(d);
     }
@@ -295,6 +356,38 @@ struct Runner {
   }
 };
 
+// Whether this process should speak for the job about a mistake every rank makes alike (a bad
+// flag, a sweep too large): rank 0, or the first rank of each host for what depends on the host.
+// Under a launcher the others stay silent, so the usage is printed once, not once per rank.
+bool speaksForJob(bool perHost) {
+  mixcclLaunchInfo info;
+  if (mixcclLaunchDetect(&info) != 0) return true;
+  return perHost ? info.localRank == 0 : info.rank == 0;
+}
+
+// The exit of a rank that stays silent: a launcher ends the whole job as soon as one rank fails
+// (mixcclrun and mpirun send SIGTERM), so the silent ones give the speaker time to print first.
+int quietExit(int status) {
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  return status;
+}
+
+// The largest buffer the sweep needs (one allocation for all sizes and types: in-place runs use
+// recvBuf for both sides), for nranks ranks.
+size_t largestBuffer(const CollDesc& coll, const PerfArgs& a, const std::vector<size_t>& sizes,
+                     int nranks) {
+  size_t maxBytes = 0;
+  for (mixcclDataType_t t : a.types) {
+    const size_t es = typeInfo(t).size;
+    for (size_t s : sizes) {
+      Counts c;
+      coll.getCounts(s / es, es, nranks, &c);
+      maxBytes = std::max(maxBytes, std::max(c.send, c.recv) * es);
+    }
+  }
+  return maxBytes + 64;
+}
+
 }  // namespace
 
 int perfMain(int argc, char** argv, const CollDesc& coll) {
@@ -304,9 +397,10 @@ int perfMain(int argc, char** argv, const CollDesc& coll) {
   std::string err;
   switch (parseArgs(argc, argv, &R.args, &err)) {
     case ParseResult::kHelp:
-      std::printf("%s", usage(R.program.c_str()).c_str());
+      if (speaksForJob(false)) std::printf("%s", usage(R.program.c_str()).c_str());
       return 0;
     case ParseResult::kError:
+      if (!speaksForJob(false)) return quietExit(2);
       std::fprintf(stderr, "%s: %s\n%s", R.program.c_str(), err.c_str(),
                    usage(R.program.c_str()).c_str());
       return 2;
@@ -315,9 +409,29 @@ int perfMain(int argc, char** argv, const CollDesc& coll) {
   }
   PerfArgs& a = R.args;
   const std::string startTime = wallClock();
+  const std::vector<size_t> sizes = sizeSweep(a);
+
+  // Refuse a sweep the host cannot hold before any rank allocates (or joins the job): three
+  // host buffers per rank (send, receive, expected; on device memory the host mirrors).
+  mixcclLaunchInfo detected;
+  if (mixcclLaunchDetect(&detected) == 0) {
+    const size_t need = largestBuffer(coll, a, sizes, detected.nranks);
+    const int onHost = detected.localSize > 0 ? detected.localSize : 1;
+    std::string shortfall = memoryShortfall(a.maxBytes, need, 3, onHost, availableHostMemory());
+    if (!shortfall.empty()) {
+      if (!speaksForJob(true)) return quietExit(2);
+      std::fprintf(stderr, "%s: %s\n", R.program.c_str(), shortfall.c_str());
+      return 2;
+    }
+  }
 
   mixcclConfig_t config = MIXCCL_CONFIG_INITIALIZER;
   if (a.timeoutSec > 0) config.timeout = a.timeoutSec;
+  // -M host: host memory needs a host-memory adaptor; without MIXCCL_ADAPTOR that is "host"
+  // (detection could pick nccl). A named device adaptor is refused below.
+  const char* namedAdaptor = std::getenv("MIXCCL_ADAPTOR");
+  const bool adaptorNamed = namedAdaptor != nullptr && *namedAdaptor != '\0';
+  if (a.forceHostMemory && !adaptorNamed) config.adaptor = "host";
   mixcclLaunchInfo info;
   mixcclResult_t res = mixcclLaunchInitComm(&R.comm, &info, &config);
   if (res != mixcclSuccess) {
@@ -326,6 +440,14 @@ int perfMain(int argc, char** argv, const CollDesc& coll) {
   }
   R.check(mixcclCommUserRank(R.comm, &R.rank), "mixcclCommUserRank");
   R.check(mixcclCommCount(R.comm, &R.nranks), "mixcclCommCount");
+  const mixcclAdaptor_v2_t* adaptor = nullptr;
+  R.check(mixcclCommGetAdaptor(R.comm, &adaptor), "mixcclCommGetAdaptor");
+  if (a.forceHostMemory && adaptor->memoryKind == MIXCCL_ADAPTOR_DEVICE_MEMORY) {
+    R.failMemory(std::string("-M host, but MIXCCL_ADAPTOR=") + adaptor->name +
+                 " takes device memory only; unset MIXCCL_ADAPTOR (the rank then uses the host "
+                 "adaptor) or name a host-memory adaptor");
+  }
+  R.checkMemory(R.mem.init(adaptor));
   R.startWatchdog();
 
   std::vector<int> roots;
@@ -334,8 +456,9 @@ int perfMain(int argc, char** argv, const CollDesc& coll) {
       for (int r = 0; r < R.nranks; ++r) roots.push_back(r);
     } else {
       if (a.root >= R.nranks) {
-        std::fprintf(stderr, "%s: root %d is not a rank of this %d-rank job\n", R.program.c_str(),
-                     a.root, R.nranks);
+        if (R.rank == 0)
+          std::fprintf(stderr, "%s: root %d is not a rank of this %d-rank job\n",
+                       R.program.c_str(), a.root, R.nranks);
         mixcclCommDestroy(R.comm);
         return 2;
       }
@@ -345,27 +468,28 @@ int perfMain(int argc, char** argv, const CollDesc& coll) {
     roots.push_back(-1);
   }
   std::vector<mixcclRedOp_t> ops = coll.reduction ? a.ops : std::vector<mixcclRedOp_t>{mixcclSum};
-  const std::vector<size_t> sizes = sizeSweep(a);
 
-  // One allocation for the largest size of any type: in-place runs use recvBuf for both sides.
-  size_t maxBytes = 0;
-  for (mixcclDataType_t t : a.types) {
-    const size_t es = typeInfo(t).size;
-    for (size_t s : sizes) {
-      Counts c;
-      coll.getCounts(s / es, es, R.nranks, &c);
-      maxBytes = std::max(maxBytes, std::max(c.send, c.recv) * es);
-    }
-  }
-  R.bufBytes = maxBytes + 64;
-  for (char** b : {&R.sendBuf, &R.recvBuf, &R.expBuf}) {
+  R.bufBytes = largestBuffer(coll, a, sizes, R.nranks);
+  R.checkMemory(R.mem.alloc(R.bufBytes, &R.sendBuf));
+  R.checkMemory(R.mem.alloc(R.bufBytes, &R.recvBuf));
+  R.scratchBytes = 512 * (static_cast<size_t>(R.nranks) + 1);
+  R.checkMemory(R.mem.alloc(R.scratchBytes, &R.scratch));
+  // Host mirrors: separate buffers on device memory, the buffers themselves on host memory.
+  std::vector<char*> hostOnly;
+  for (char** b : {&R.hostSend, &R.hostRecv, &R.expBuf, &R.hostScratch}) {
+    const bool mirrorsItself = !R.mem.device() && b != &R.expBuf;
+    if (mirrorsItself) continue;
+    const size_t bytes = b == &R.hostScratch ? R.scratchBytes : R.bufBytes;
     void* p = nullptr;
-    if (posix_memalign(&p, 4096, R.bufBytes) != 0) {
-      std::fprintf(stderr, "%s: cannot allocate %zu bytes\n", R.program.c_str(), R.bufBytes);
-      return 1;
-    }
-    std::memset(p, 0, R.bufBytes);
+    if (posix_memalign(&p, 4096, bytes) != 0) R.failMemory("cannot allocate host memory");
+    std::memset(p, 0, bytes);
     *b = static_cast<char*>(p);
+    hostOnly.push_back(*b);
+  }
+  if (!R.mem.device()) {
+    R.hostSend = R.sendBuf;
+    R.hostRecv = R.recvBuf;
+    R.hostScratch = R.scratch;
   }
 
   std::vector<DeviceRecord> devices;
@@ -447,9 +571,8 @@ int perfMain(int argc, char** argv, const CollDesc& coll) {
   if (R.watchdog.joinable()) R.watchdog.join();
   R.check(mixcclCommDestroy(R.comm), "mixcclCommDestroy");
   R.comm = nullptr;
-  std::free(R.sendBuf);
-  std::free(R.recvBuf);
-  std::free(R.expBuf);
+  for (char* b : {R.sendBuf, R.recvBuf, R.scratch}) R.mem.release(b);
+  for (char* b : hostOnly) std::free(b);
   return R.outOfBounds ? 1 : 0;
 }
 

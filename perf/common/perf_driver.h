@@ -35,9 +35,12 @@ struct CollDesc {
   // algbw = algBytesPerParam(nranks) * param * eltSize / time; busbw = algbw * busFactor(nranks).
   double (*algFactor)(int nranks);
   double (*busFactor)(int nranks);
+  // stream: the rank's device stream (NULL on host memory).
   mixcclResult_t (*run)(const void* send, void* recv, size_t count, mixcclDataType_t type,
-                        mixcclRedOp_t op, int root, mixcclComm_t comm, int rank, int nranks);
-  // Writes this rank's send data (counts.send elements) at send.
+                        mixcclRedOp_t op, int root, mixcclComm_t comm, int rank, int nranks,
+                        mixcclStream_t stream);
+  // Writes this rank's send data (counts.send elements) at send (host memory: the driver copies
+  // it to the device where the buffers live there).
   void (*fillSend)(const DataJob& job, void* send);
   // Writes the expected receive buffer (counts.recv elements) at expected. Returns false when this
   // rank's receive buffer is not checked (non-root ranks of Reduce and Gather).

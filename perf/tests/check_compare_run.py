@@ -54,6 +54,9 @@ def main():
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
         if p.returncode != 0:
             fail("perf/compare exited with %d" % p.returncode, p.stdout)
+        # Not a terminal: progress is one line per run, never "\r" (a log must read line by line).
+        if "\r" in p.stdout or not re.search(r"^compare: run 1/%d " % len(peers), p.stdout, re.M):
+            fail("perf/compare progress is not one line per run in a log", p.stdout)
         with open(os.path.join(out, "compare.json")) as f:
             doc = json.load(f)
     if doc["peers"] != peers:

@@ -11,6 +11,7 @@
 
 #include "perf_args.h"
 #include "perf_data.h"
+#include "perf_memory_budget.h"
 #include "perf_output.h"
 #include "perf_types.h"
 
@@ -121,6 +122,29 @@ TEST(PerfArgs, Errors) {
   std::string err;
   EXPECT_EQ(parse({"-h"}, &a, &err), ParseResult::kHelp);
   EXPECT_NE(usage("x").find("--inject_error"), std::string::npos);
+}
+
+TEST(PerfArgs, MemoryMode) {
+  PerfArgs a;
+  std::string err;
+  EXPECT_FALSE(a.forceHostMemory);  // auto: the memory of the rank's adaptor
+  ASSERT_EQ(parse({"-M", "host"}, &a, &err), ParseResult::kOk);
+  EXPECT_TRUE(a.forceHostMemory);
+  ASSERT_EQ(parse({"--memory=auto"}, &a, &err), ParseResult::kOk);
+  EXPECT_FALSE(a.forceHostMemory);
+  EXPECT_EQ(parse({"-M", "device"}, &a, &err), ParseResult::kError);
+  EXPECT_EQ(err, "invalid memory (auto or host) 'device' for option '-M'");
+}
+
+// A sweep too large for the host is refused with what it needs, before anything is allocated.
+TEST(PerfMemoryBudget, Shortfall) {
+  const size_t G = size_t(1) << 30;
+  EXPECT_EQ(memoryShortfall(16 * G, 16 * G + 64, 3, 4, 12 * G),
+            "-e 16G needs 48.0 GiB of host memory per rank (3 buffers of 16.0 GiB); 4 rank(s) on "
+            "this host need 192.0 GiB but 12.0 GiB is available; lower -e (maxbytes)");
+  EXPECT_EQ(memoryShortfall(size_t(1) << 20, (size_t(1) << 20) + 64, 3, 8, 12 * G), "");
+  EXPECT_EQ(memoryShortfall(16 * G, 16 * G, 3, 4, 0), "");  // unknown: not refused
+  EXPECT_GT(availableHostMemory(), size_t(0));
 }
 
 TEST(PerfArgs, SizeSweep) {

@@ -1,6 +1,7 @@
-// Adaptor plugins: search, dlopen, table check, init, cache. See adaptor_loader.h and
-// docs/adaptors.md.
+// Adaptor plugins: search, dlopen, table check and conversion (table_v2.h, table_v1.h), init,
+// cache. See adaptor_loader.h and docs/adaptors.md.
 #include "adaptors/adaptor_loader.h"
+#include "adaptors/public_table.h"
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -10,9 +11,11 @@
 #include <memory>
 #include <mutex>
 
-#include "core/env.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "adaptors/table_v1.h"
+#include "adaptors/table_v2.h"
+#include "base/env.h"
+#include "base/error.h"
+#include "base/log.h"
 
 #ifndef MIXCCL_INSTALL_LIBDIR
 #define MIXCCL_INSTALL_LIBDIR "/usr/local/lib"
@@ -21,33 +24,11 @@
 namespace mixccl {
 namespace {
 
-// Every function pointer of the v1 table, with its name for messages. A plugin must set all
-// of them: mixccl calls any of them without checking again.
-struct FieldRef {
-  const char* name;
-  bool (*isSet)(const mixcclAdaptor_v1_t*);
-};
-#define MIXCCL_FIELD(f) {#f, [](const mixcclAdaptor_v1_t* t) { return t->f != nullptr; }}
-const FieldRef kFields[] = {
-    MIXCCL_FIELD(init),          MIXCCL_FIELD(lastError),     MIXCCL_FIELD(getDeviceCount),
-    MIXCCL_FIELD(setDevice),     MIXCCL_FIELD(getDevice),     MIXCCL_FIELD(getPciBusId),
-    MIXCCL_FIELD(memAlloc),      MIXCCL_FIELD(memFree),       MIXCCL_FIELD(hostAlloc),
-    MIXCCL_FIELD(hostFree),      MIXCCL_FIELD(memcpyAsync),   MIXCCL_FIELD(streamCreate),
-    MIXCCL_FIELD(streamDestroy), MIXCCL_FIELD(streamSynchronize), MIXCCL_FIELD(eventCreate),
-    MIXCCL_FIELD(eventDestroy),  MIXCCL_FIELD(eventRecord),   MIXCCL_FIELD(eventQuery),
-    MIXCCL_FIELD(streamWaitEvent), MIXCCL_FIELD(launchHostFunc), MIXCCL_FIELD(supports),
-    MIXCCL_FIELD(getUniqueId),   MIXCCL_FIELD(commInitRank),  MIXCCL_FIELD(commDestroy),
-    MIXCCL_FIELD(commAbort),     MIXCCL_FIELD(allReduce),     MIXCCL_FIELD(allGather),
-    MIXCCL_FIELD(reduceScatter), MIXCCL_FIELD(broadcast),     MIXCCL_FIELD(reduce),
-    MIXCCL_FIELD(send),          MIXCCL_FIELD(recv),          MIXCCL_FIELD(groupStart),
-    MIXCCL_FIELD(groupEnd),
-};
-#undef MIXCCL_FIELD
-
 // One load attempt's outcome, kept for the life of the process.
 struct Entry {
   Result result = mixcclSuccess;
   std::string error;  // when result != success
+  AdaptorTable table;  // what adaptor.table points to
   Adaptor adaptor;
 };
 
@@ -83,20 +64,26 @@ void loadPluginFile(const std::string& name, const std::string& path, Entry* e) 
     return;
   }
   // Never dlclose: a failed plugin may have started threads or registered handlers.
+  std::string problem;
   dlerror();
-  void* sym = dlsym(handle, MIXCCL_ADAPTOR_SYMBOL);
-  if (sym == nullptr) {
+  if (void* v2 = dlsym(handle, MIXCCL_ADAPTOR_SYMBOL)) {
+    problem = adaptorTableFromV2(static_cast<const mixcclAdaptor_v2_t*>(v2), name, &e->table);
+  } else {
     const char* why = dlerror();
-    e->error = "adaptor '" + name + "': " + path + ": dlsym(" MIXCCL_ADAPTOR_SYMBOL "): " +
-               (why ? why : "symbol is NULL");
-    return;
+    std::string missingV2 = why ? why : "symbol is NULL";
+    void* v1 = dlsym(handle, MIXCCL_ADAPTOR_SYMBOL_V1);
+    if (v1 == nullptr) {
+      e->error = "adaptor '" + name + "': " + path + ": dlsym(" MIXCCL_ADAPTOR_SYMBOL "): " +
+                 missingV2 + "; no " MIXCCL_ADAPTOR_SYMBOL_V1 " (ABI version 1) either";
+      return;
+    }
+    problem = adaptorTableFromV1(static_cast<const mixcclAdaptor_v1_t*>(v1), name, &e->table);
   }
-  auto* table = static_cast<const mixcclAdaptor_v1_t*>(sym);
-  std::string problem = checkAdaptorTable(table, name);
   if (!problem.empty()) {
     e->error = "adaptor '" + name + "': " + path + ": " + problem;
     return;
   }
+  const AdaptorTable* table = &e->table;
   mixcclResult_t rc = table->init();
   if (rc != mixcclSuccess) {
     const char* why = table->lastError();
@@ -106,12 +93,12 @@ void loadPluginFile(const std::string& name, const std::string& path, Entry* e) 
     return;
   }
   e->result = mixcclSuccess;
-  e->adaptor = Adaptor{table, name, path, false};
+  e->adaptor = Adaptor{table, name, path, false, publicTableOf(*table)};
 }
 
 void loadEntry(const std::string& name, Entry* e) {
   if (name == "host") {
-    e->adaptor = Adaptor{hostAdaptorTable(), "host", "built-in", true};
+    e->adaptor = Adaptor{hostAdaptorTable(), "host", "built-in", true, publicTableOf(*hostAdaptorTable())};
     return;
   }
   if (!validName(name)) {
@@ -170,25 +157,6 @@ std::vector<std::string> adaptorSearchPath() {
   }
   dirs.push_back(MIXCCL_INSTALL_LIBDIR);
   return dirs;
-}
-
-std::string checkAdaptorTable(const mixcclAdaptor_v1_t* table, const std::string& expectedName) {
-  if (table == nullptr) return "the adaptor table is NULL";
-  if (table->abiVersion != MIXCCL_ADAPTOR_ABI_VERSION)
-    return "abiVersion " + std::to_string(table->abiVersion) + ", this mixccl needs " +
-           std::to_string(MIXCCL_ADAPTOR_ABI_VERSION);
-  if (table->name == nullptr) return "field 'name' is NULL";
-  if (expectedName != table->name)
-    return "name '" + std::string(table->name) + "' does not match the file name's '" +
-           expectedName + "'";
-  if (table->memoryKind != MIXCCL_ADAPTOR_HOST_MEMORY &&
-      table->memoryKind != MIXCCL_ADAPTOR_DEVICE_MEMORY)
-    return "memoryKind " + std::to_string(table->memoryKind) + " is not " +
-           std::to_string(MIXCCL_ADAPTOR_HOST_MEMORY) + " (host) or " +
-           std::to_string(MIXCCL_ADAPTOR_DEVICE_MEMORY) + " (device)";
-  for (const auto& f : kFields)
-    if (!f.isSet(table)) return std::string("field '") + f.name + "' is NULL";
-  return "";
 }
 
 Result loadAdaptor(const std::string& name, const Adaptor** out) {

@@ -6,34 +6,32 @@
 #include <string>
 #include <vector>
 
-#include "core/result.h"
-#include "mixccl_adaptor.h"
+#include "base/result.h"
+#include "adaptors/adaptor_table.h"
 
 namespace mixccl {
 
 struct Adaptor {
-  const mixcclAdaptor_v1_t* table;  // never null
+  const AdaptorTable* table;  // never null; lives as long as the process
   std::string name;
   std::string path;  // file it was loaded from ("built-in" for host)
-  // host: no native collectives (mixccl runs its own algorithms); the collective pointers of
-  // its table are NULL.
-  bool builtin;
+  bool builtin;      // the host adaptor (no native library: mixccl runs its own algorithms)
+  mixcclAdaptor_v2_t publicTable;  // what mixcclCommGetAdaptor hands out (public_table.h)
 };
 
 // Loads the adaptor called name ("host" is built in; any other is libmixccl-adaptor-<name>.so
 // searched in MIXCCL_PLUGIN_PATH's folders, then the folder of libmixccl.so, then the install
-// libdir). Thread-safe; the result (success or failure) is cached, so init() runs once.
+// libdir, exporting a version 2 table or, from older plugins, a version 1 table). Thread-safe;
+// the result (success or failure) is cached, so init() runs once.
 Result loadAdaptor(const std::string& name, const Adaptor** out);
 
-// "" if the table is usable as adaptor expectedName, else what is wrong with it.
-std::string checkAdaptorTable(const mixcclAdaptor_v1_t* table, const std::string& expectedName);
 
 // The adaptor to use when none is configured: "nccl" when its plugin is found, loads, inits
 // and sees at least one device; otherwise "host". Logs the reason at INFO.
 std::string detectAdaptorName();
 
 // The built-in host adaptor's table (host_adaptor.cc).
-const mixcclAdaptor_v1_t* hostAdaptorTable();
+const AdaptorTable* hostAdaptorTable();
 
 // The file name a plugin called name must have: libmixccl-adaptor-<name>.so.
 std::string adaptorFileName(const std::string& name);

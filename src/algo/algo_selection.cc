@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "core/env.h"
+#include "base/env.h"
 
 namespace mixccl {
 namespace {
@@ -24,6 +24,15 @@ AllReduceAlgo chooseAllReduceAlgo(size_t bytes, int nranks) {
   if (powerOfTwo && nranks >= 4 && bytes < env().rhThresholdBytes)
     return AllReduceAlgo::RecursiveHalving;
   return AllReduceAlgo::Ring;
+}
+
+const char* allReduceAlgoName(AllReduceAlgo algo) {
+  switch (algo) {
+    case AllReduceAlgo::Ring: return "ring";
+    case AllReduceAlgo::RecursiveDoubling: return "rd";
+    case AllReduceAlgo::RecursiveHalving: return "rh";
+  }
+  return "?";
 }
 
 bool useRecursiveDoublingAllGather(size_t totalBytes, int nranks) {

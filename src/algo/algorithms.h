@@ -6,7 +6,7 @@
 #include <cstddef>
 
 #include "algo/transfers.h"
-#include "core/result.h"
+#include "base/result.h"
 #include "mixccl.h"
 
 namespace mixccl {
@@ -49,6 +49,8 @@ enum class AllReduceAlgo { Ring, RecursiveDoubling, RecursiveHalving };
 // rank counts >= 4 recursive halving below MIXCCL_RH_THRESHOLD, and the rest the
 // bandwidth-optimal ring.
 AllReduceAlgo chooseAllReduceAlgo(size_t bytes, int nranks);
+// The MIXCCL_ALGO spelling of algo: "ring", "rd" or "rh".
+const char* allReduceAlgoName(AllReduceAlgo algo);
 // AllGather of totalBytes (all blocks): recursive doubling for power-of-two rank counts >= 4
 // below MIXCCL_RH_THRESHOLD, else the ring; MIXCCL_ALGO=ring forces the ring, rh recursive
 // doubling (power-of-two rank counts).

@@ -26,7 +26,7 @@ Result chainBroadcast(CollContext& c, const void* sendbuf, void* recvbuf, size_t
       t.send(next, out + chunks.start(ch) * es, chunks.size(ch) * es);
     return t.waitAll();
   }
-  std::vector<ProxyOp*> recvs(chunks.count());
+  std::vector<Transfer> recvs(chunks.count());
   for (size_t ch = 0; ch < chunks.count(); ++ch)
     recvs[ch] = t.recv(prev, out + chunks.start(ch) * es, chunks.size(ch) * es);
   for (size_t ch = 0; ch < chunks.count(); ++ch) {

@@ -37,7 +37,7 @@ Result chainReduce(CollContext& c, const void* sendbuf, void* recvbuf, size_t co
     return t.waitAll();
   }
   std::vector<char> recvSlots(kWindow * chunkElems * es);
-  std::vector<ProxyOp*> recvOps(kWindow, nullptr);
+  std::vector<Transfer> recvOps(kWindow);
   SlotRing partials(kWindow, chunkElems * es);
   size_t posted = 0;
   for (size_t ch = 0; ch < nchunks; ++ch) {

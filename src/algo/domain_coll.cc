@@ -1,7 +1,7 @@
 #include "algo/domain_coll.h"
 
 #include "algo/algorithms.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace mixccl {
 
@@ -37,13 +37,6 @@ Result HostDomainColl::broadcast(const void* send, void* recv, size_t count,
   return runOnMembers(proxy_, deadline_, members_, index_, chunkBytes_, [&](CollContext& c) {
     return chainBroadcast(c, send, recv, count, type, root);
   });
-}
-
-Result checkNative(const mixcclAdaptor_v1_t& t, const char* what, mixcclResult_t r) {
-  if (r == mixcclSuccess) return mixcclSuccess;
-  const char* why = t.lastError ? t.lastError() : "";
-  return raiseError(r, "%s adaptor: native %s failed: %s", t.name, what,
-                    why && *why ? why : "(no message)");
 }
 
 Result NativeDomainColl::reduceScatter(const void* send, void* recv, size_t recvcount,

@@ -7,15 +7,12 @@
 #include <cstddef>
 #include <vector>
 
+#include "adaptors/adaptor_table.h"
 #include "algo/transfers.h"
-#include "core/result.h"
+#include "base/result.h"
 #include "mixccl.h"
-#include "mixccl_adaptor.h"
 
 namespace mixccl {
-
-// mixcclSuccess, or r raised as "<adaptor> adaptor: native <what> failed: <its lastError()>".
-Result checkNative(const mixcclAdaptor_v1_t& t, const char* what, mixcclResult_t r);
 
 class DomainColl {
  public:
@@ -57,10 +54,11 @@ class HostDomainColl : public DomainColl {
 };
 
 // The adaptor's native collectives on its communicator (host-memory adaptors only: the
-// device path stages through host buffers before it gets here).
+// device path stages through host buffers before it gets here). Only for tables with all three
+// entries (the dispatcher checks).
 class NativeDomainColl : public DomainColl {
  public:
-  NativeDomainColl(const mixcclAdaptor_v1_t& table, void* comm, int index, int size)
+  NativeDomainColl(const AdaptorTable& table, void* comm, int index, int size)
       : t_(table), comm_(comm), index_(index), size_(size) {}
   int rank() const override { return index_; }
   int size() const override { return size_; }
@@ -72,7 +70,7 @@ class NativeDomainColl : public DomainColl {
                    int root) override;
 
  private:
-  const mixcclAdaptor_v1_t& t_;
+  const AdaptorTable& t_;
   void* comm_;
   int index_, size_;
 };

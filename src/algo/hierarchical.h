@@ -9,8 +9,8 @@
 
 #include "algo/domain_coll.h"
 #include "algo/transfers.h"
-#include "core/domains.h"
-#include "core/result.h"
+#include "topology/domains.h"
+#include "base/result.h"
 #include "mixccl.h"
 
 namespace mixccl {

@@ -27,7 +27,7 @@ struct PieceBuffers {
   std::vector<std::vector<char>> foreign;  // other domains' partials, by domain index
   std::vector<char> total;      // the reduced shard, all-gathered
   std::vector<char> paddedOut;  // all-gather target when the piece does not divide
-  std::vector<ProxyOp*> ops;    // the exchange of this piece
+  std::vector<Transfer> ops;    // the exchange of this piece
 };
 
 class HierAllReduce {
@@ -113,7 +113,7 @@ class HierAllReduce {
   }
 
   Result finishPiece(PieceBuffers& b, size_t off, size_t len) {
-    for (ProxyOp* op : b.ops) MIXCCL_CHECK(h_.cross.wait(op));
+    for (Transfer op : b.ops) MIXCCL_CHECK(h_.cross.wait(op));
     const size_t s = shardElems(len, n_);
     OwnedRange mine = ownedRange(len, n_, me_);
     b.total.resize(s * es_);

@@ -38,7 +38,7 @@ Result hierarchicalBroadcast(HierContext& h, const void* sendbuf, void* recvbuf,
   OwnedRange mine = ownedRange(count, n, me);
   std::vector<char> shard(s * es);
   if (mine.size()) {
-    ProxyOp* op = h.cross.recv(root, shard.data(), mine.size() * es);
+    Transfer op = h.cross.recv(root, shard.data(), mine.size() * es);
     MIXCCL_CHECK(h.cross.wait(op));
   }
   char* out = static_cast<char*>(recvbuf);

@@ -8,7 +8,7 @@
 
 #include "algo/chunking.h"
 #include "algo/transfers.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace mixccl {
 
@@ -22,10 +22,10 @@ template <typename OnChunk>
 inline Result exchange(Transfers& t, int peer, const char* sendBase, size_t sendLen, char* recvBase,
                 size_t recvLen, size_t es, size_t chunkElems, OnChunk onChunk) {
   Chunks rc{recvLen, chunkElems}, sc{sendLen, chunkElems};
-  std::vector<ProxyOp*> recvs(rc.count());
+  std::vector<Transfer> recvs(rc.count());
   for (size_t i = 0; i < rc.count(); ++i)
     recvs[i] = t.recv(peer, recvBase + rc.start(i) * es, rc.size(i) * es);
-  std::vector<ProxyOp*> sends(sc.count());
+  std::vector<Transfer> sends(sc.count());
   for (size_t i = 0; i < sc.count(); ++i)
     sends[i] = t.send(peer, sendBase + sc.start(i) * es, sc.size(i) * es);
   for (size_t i = 0; i < rc.count(); ++i) {
@@ -34,7 +34,7 @@ inline Result exchange(Transfers& t, int peer, const char* sendBase, size_t send
   }
   // The regions sent are written again by a later step: they must have left first (the
   // partner posted its receives at the start of this step, so waiting cannot deadlock).
-  for (ProxyOp* s : sends) MIXCCL_CHECK(t.wait(s));
+  for (Transfer s : sends) MIXCCL_CHECK(t.wait(s));
   return mixcclSuccess;
 }
 

@@ -21,8 +21,8 @@ Result recursiveDoublingAllReduce(CollContext& c, const void* sendbuf, void* rec
   const int extra = n - pow2;
 
   if (r >= pow2) {  // hand the data to r - pow2 and wait for the result
-    ProxyOp* s = t.send(r - pow2, sendbuf, bytes);
-    ProxyOp* rv = t.recv(r - pow2, out, bytes);
+    Transfer s = t.send(r - pow2, sendbuf, bytes);
+    Transfer rv = t.recv(r - pow2, out, bytes);
     MIXCCL_CHECK(t.wait(s));
     MIXCCL_CHECK(t.wait(rv));
     return mixcclSuccess;
@@ -36,8 +36,8 @@ Result recursiveDoublingAllReduce(CollContext& c, const void* sendbuf, void* rec
   }
   for (int mask = 1; mask < pow2; mask <<= 1) {
     int partner = r ^ mask;
-    ProxyOp* s = t.send(partner, out, bytes);
-    ProxyOp* rv = t.recv(partner, tmp.data(), bytes);
+    Transfer s = t.send(partner, out, bytes);
+    Transfer rv = t.recv(partner, tmp.data(), bytes);
     MIXCCL_CHECK(t.wait(rv));
     MIXCCL_CHECK(t.wait(s));  // out is overwritten next
     reduce(out, out, tmp.data(), count, type, op);

@@ -25,7 +25,7 @@ Result ringAllGather(CollContext& c, const void* sendbuf, void* recvbuf, size_t 
 
   // Step s sends block r-s and receives block r-s-1; every region is written once, so all
   // receives can be posted up front.
-  std::vector<ProxyOp*> recvs((size_t)(n - 1) * nchunks);
+  std::vector<Transfer> recvs((size_t)(n - 1) * nchunks);
   for (int s = 0; s < n - 1; ++s) {
     char* block = out + (size_t)modRank(r - s - 1, n) * blockBytes;
     for (size_t ch = 0; ch < nchunks; ++ch)

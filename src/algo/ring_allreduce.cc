@@ -57,7 +57,7 @@ Result ringAllReduce(CollContext& c, const void* sendbuf, void* recvbuf, size_t 
   // Uninitialized (no memset per call) and no larger than the largest chunk.
   const size_t slotBytes = std::min(chunkElems, seg.size(0)) * es;
   std::unique_ptr<char[]> scratch(new char[kWindow * slotBytes]);
-  std::vector<ProxyOp*> recvOps(kWindow, nullptr);
+  std::vector<Transfer> recvOps(kWindow);
   size_t posted = 0;
   auto postRecv = [&](size_t u) {
     int s = (int)(u / nchunks);

@@ -40,7 +40,7 @@ Result ringReduceScatter(CollContext& c, const void* sendbuf, void* recvbuf, siz
            chunks.size(ch) * es);
   const size_t slotBytes = std::min(chunkElems, count) * es;  // uninitialized, chunk-sized
   std::unique_ptr<char[]> recvSlots(new char[kWindow * slotBytes]);
-  std::vector<ProxyOp*> recvOps(kWindow, nullptr);
+  std::vector<Transfer> recvOps(kWindow);
   // One partial slot per chunk of a block: a slot is reused one step later for the same
   // chunk, whose earlier send the next rank consumes at about the same point of its own loop.
   // Fewer slots would make each rank wait for the next one to be nchunks units ahead, which

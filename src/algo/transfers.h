@@ -8,12 +8,24 @@
 #include <deque>
 #include <vector>
 
-#include "core/clock.h"
-#include "core/result.h"
+#include "base/clock.h"
+#include "base/result.h"
 #include "proxy/proxy.h"
-#include "proxy/proxy_op.h"
+#include "transport/transport.h"
 
 namespace mixccl {
+
+// A started send or receive as an algorithm sees it: something to wait for, nothing more.
+// Default-constructed: no transfer (waiting for it succeeds at once).
+class Transfer {
+ public:
+  Transfer() = default;
+
+ private:
+  friend class Transfers;
+  explicit Transfer(TransportRequest* r) : request_(r) {}
+  TransportRequest* request_ = nullptr;
+};
 
 class Transfers {
  public:
@@ -26,22 +38,22 @@ class Transfers {
   Transfers(const Transfers&) = delete;
   Transfers& operator=(const Transfers&) = delete;
 
-  ProxyOp* send(int peer, const void* buf, size_t bytes) {
-    ops_.emplace_back(ProxyOp::Kind::Send, commRank(peer), const_cast<void*>(buf), bytes);
+  Transfer send(int peer, const void* buf, size_t bytes) {
+    ops_.emplace_back(TransportRequest::Kind::Send, commRank(peer), const_cast<void*>(buf), bytes);
     proxy_.post(&ops_.back());
-    return &ops_.back();
+    return Transfer(&ops_.back());
   }
-  ProxyOp* recv(int peer, void* buf, size_t bytes) {
-    ops_.emplace_back(ProxyOp::Kind::Recv, commRank(peer), buf, bytes);
+  Transfer recv(int peer, void* buf, size_t bytes) {
+    ops_.emplace_back(TransportRequest::Kind::Recv, commRank(peer), buf, bytes);
     proxy_.post(&ops_.back());
-    return &ops_.back();
+    return Transfer(&ops_.back());
   }
   const Deadline& deadline() const { return deadline_; }
-  Result wait(ProxyOp* op) { return op ? proxy_.wait(op, deadline_) : mixcclSuccess; }
+  Result wait(Transfer t) { return t.request_ ? proxy_.wait(t.request_, deadline_) : mixcclSuccess; }
   // Waits for every op started so far; the first error wins.
   Result waitAll() {
     Result first = mixcclSuccess;
-    for (ProxyOp& op : ops_) {
+    for (TransportRequest& op : ops_) {
       Result r = proxy_.wait(&op, deadline_);
       if (first == mixcclSuccess) first = r;
     }
@@ -54,7 +66,7 @@ class Transfers {
   Proxy& proxy_;
   Deadline deadline_;
   const std::vector<int>* members_ = nullptr;
-  std::deque<ProxyOp> ops_;
+  std::deque<TransportRequest> ops_;
 };
 
 }  // namespace mixccl

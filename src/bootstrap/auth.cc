@@ -5,10 +5,13 @@
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 
+#include <sys/socket.h>
+
 #include <cstring>
+#include <string>
 
 #include "bootstrap/fork_guard.h"  // lockCrypto: OpenSSL calls vs fork()
-#include "core/error.h"
+#include "base/error.h"
 
 namespace mixccl {
 namespace {
@@ -33,6 +36,20 @@ struct ServerChallenge {
 struct ClientProof {
   uint8_t mac[kMacBytes];
 };
+
+// Sent in place of a proof by a client whose check of the server failed, so that the server can
+// say "wrong secret" instead of seeing only a closed connection. It proves nothing (the client
+// never sends a real proof to a server that failed), and 32 fixed bytes are as likely an HMAC
+// output as a guessed secret.
+constexpr uint8_t kWrongSecretVerdict[kMacBytes] = {'m', 'i', 'x', 'c', 'c', 'l', ' ', 'w',
+                                                    'r', 'o', 'n', 'g', ' ', 's', 'e', 'c',
+                                                    'r', 'e', 't', ':', ' ', 'p', 'r', 'o',
+                                                    'o', 'f', ' ', 'r', 'e', 'f', 'u', 's'};
+
+// What every wrong-secret message ends with: the fix.
+constexpr const char* kSameSecret =
+    "every rank of a job must use the same unique id (or the same MIXCCL_COMM_ID and "
+    "MIXCCL_COMM_SECRET)";
 
 // HMAC(secret, role || clientNonce || serverNonce): the role string keeps the server's proof
 // from being reflected back as the client's.
@@ -71,9 +88,16 @@ Result authenticateClient(const Socket& s, const Secret& secret, const Deadline&
                       kProtocolVersion);
   uint8_t expected[kMacBytes];
   MIXCCL_CHECK(computeMac(secret, "server", hello.nonce, ch.nonce, expected));
-  if (CRYPTO_memcmp(expected, ch.mac, kMacBytes) != 0)
+  if (CRYPTO_memcmp(expected, ch.mac, kMacBytes) != 0) {
+    ClientProof verdict;
+    memcpy(verdict.mac, kWrongSecretVerdict, kMacBytes);
+    ssize_t sent = ::send(s.fd(), &verdict, sizeof(verdict), MSG_NOSIGNAL | MSG_DONTWAIT);
+    (void)sent;  // best effort: the server then names the failure too
     return raiseError(mixcclRemoteError,
-                      "%s failed authentication: it does not know this unique id's secret", what);
+                      "authentication with %s failed (wrong secret): its proof does not match "
+                      "this rank's secret, so the two hold different secrets; %s",
+                      what, kSameSecret);
+  }
   ClientProof proof;
   MIXCCL_CHECK(computeMac(secret, "client", hello.nonce, ch.nonce, proof.mac));
   return sendAllBefore(s, &proof, sizeof(proof), deadline, what);
@@ -82,19 +106,32 @@ Result authenticateClient(const Socket& s, const Secret& secret, const Deadline&
 Result authenticateServer(const Socket& s, const Secret& secret, const Deadline& deadline,
                           const char* what) {
   ClientHello hello;
-  MIXCCL_CHECK(recvAllBefore(s, &hello, sizeof(hello), deadline, what));
+  std::string why;
+  Result r = recvAllQuietly(s, &hello, sizeof(hello), deadline, &why);
+  if (r != mixcclSuccess)
+    return raiseError(r, "refused %s: it %s before its handshake", what,
+                      r == mixcclRemoteError ? why.c_str() : "sent nothing");
   if (hello.magic != kHelloMagic || hello.version != kProtocolVersion)
-    return raiseError(mixcclRemoteError, "refused connection from %s: not a mixccl peer", what);
+    return raiseError(mixcclRemoteError, "refused %s: not a mixccl peer", what);
   ServerChallenge ch{kHelloMagic, kProtocolVersion, {}, {}};
   MIXCCL_CHECK(randomBytes(ch.nonce, kNonceBytes));
   MIXCCL_CHECK(computeMac(secret, "server", hello.nonce, ch.nonce, ch.mac));
   MIXCCL_CHECK(sendAllBefore(s, &ch, sizeof(ch), deadline, what));
   ClientProof proof;
-  MIXCCL_CHECK(recvAllBefore(s, &proof, sizeof(proof), deadline, what));
+  r = recvAllQuietly(s, &proof, sizeof(proof), deadline, &why);
+  if (r != mixcclSuccess)
+    return raiseError(r, "refused %s: it %s instead of proving it holds the secret", what,
+                      r == mixcclRemoteError ? why.c_str() : "sent nothing");
+  if (memcmp(proof.mac, kWrongSecretVerdict, kMacBytes) == 0)
+    return raiseError(mixcclRemoteError,
+                      "refused %s: authentication failed (wrong secret): the peer holds a "
+                      "different secret (it found this side's proof wrong); %s", what, kSameSecret);
   uint8_t expected[kMacBytes];
   MIXCCL_CHECK(computeMac(secret, "client", hello.nonce, ch.nonce, expected));
   if (CRYPTO_memcmp(expected, proof.mac, kMacBytes) != 0)
-    return raiseError(mixcclRemoteError, "refused connection from %s: wrong secret", what);
+    return raiseError(mixcclRemoteError,
+                      "refused %s: authentication failed (wrong secret): its proof does not match "
+                      "this side's secret", what);
   return mixcclSuccess;
 }
 

@@ -6,8 +6,8 @@
 #include <cstdint>
 
 #include "bootstrap/socket.h"
-#include "core/clock.h"
-#include "core/result.h"
+#include "base/clock.h"
+#include "base/result.h"
 
 namespace mixccl {
 

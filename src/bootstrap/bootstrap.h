@@ -5,8 +5,8 @@
 
 #include "bootstrap/peer_info.h"
 #include "bootstrap/unique_id.h"
-#include "core/clock.h"
-#include "core/result.h"
+#include "base/clock.h"
+#include "base/result.h"
 
 namespace mixccl {
 

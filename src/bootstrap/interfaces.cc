@@ -6,9 +6,9 @@
 
 #include <cstring>
 
-#include "core/env.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "base/env.h"
+#include "base/error.h"
+#include "base/log.h"
 
 namespace mixccl {
 namespace {

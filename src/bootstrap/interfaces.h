@@ -7,7 +7,7 @@
 
 #include "bootstrap/interface_match.h"
 #include "bootstrap/socket_address.h"
-#include "core/result.h"
+#include "base/result.h"
 
 namespace mixccl {
 

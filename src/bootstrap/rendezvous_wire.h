@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "bootstrap/peer_info.h"
-#include "core/result.h"
+#include "base/result.h"
 
 namespace mixccl {
 

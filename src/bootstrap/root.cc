@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <condition_variable>
 #include <deque>
@@ -15,11 +16,12 @@
 #include <vector>
 
 #include "bootstrap/fork_guard.h"
+#include "bootstrap/rendezvous_report.h"
 #include "bootstrap/rendezvous_wire.h"
 #include "bootstrap/socket.h"
-#include "core/env.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "base/env.h"
+#include "base/error.h"
+#include "base/log.h"
 
 namespace mixccl {
 namespace {
@@ -30,6 +32,9 @@ constexpr double kHandshakeSeconds = 5.0;
 // Connections in their handshake at once; more are closed at once (a flood of strangers must
 // not exhaust threads or descriptors).
 constexpr size_t kMaxPendingHandshakes = 64;
+
+// rootConnectionCounts(): one counter per outcome, for every root of the process.
+std::atomic<uint64_t> gAccepted{0}, gAdmitted{0}, gRefused{0}, gCut{0};
 
 std::string hostOf(const PeerInfo& p) {
   return std::string(p.hostname, strnlen(p.hostname, sizeof(p.hostname))) + " pid " +
@@ -77,11 +82,11 @@ class RendezvousRoot : public std::enable_shared_from_this<RendezvousRoot> {
       if (deadline.expired()) {
         std::lock_guard<std::mutex> lock(mutex_);
         failure = mixcclTimeout;
-        why = "rendezvous root " + addr_.toString() + ": only " +
-              std::to_string(table_.arrived()) + " of " +
-              (table_.nranks() < 0 ? std::string("?") : std::to_string(table_.nranks())) +
-              " ranks arrived within " + std::to_string(env().timeoutS) +
-              " s (MIXCCL_TIMEOUT_S)";
+        // Name the missing ranks: only the root knows them, and the waiting ranks report it.
+        why = "rendezvous root " + addr_.toString() + ": " +
+              (table_.nranks() < 0 ? "no rank arrived within " + std::to_string(env().timeoutS) +
+                                         " s (MIXCCL_TIMEOUT_S)"
+                                   : missingRanksReport(table_, env().timeoutS));
         break;
       }
       int rc;
@@ -109,8 +114,16 @@ class RendezvousRoot : public std::enable_shared_from_this<RendezvousRoot> {
         int r = rankOfFd[i - 2];
         std::lock_guard<std::mutex> lock(mutex_);
         failure = mixcclRemoteError;
-        why = "rank " + std::to_string(r) + " (" + hostOf(table_.table()[r]) + ") " +
-              (n > 0 ? "sent unexpected bytes" : "left (its connection closed)") +
+        // The rank in this very process has not "left": its own init gave up (its error says
+        // why), and reporting it as a departed peer would blame the wrong process.
+        PeerInfo me{};
+        fillLocalHostInfo(&me);
+        const PeerInfo& gone = table_.table()[r];
+        const bool self = gone.pid == me.pid && gone.hostHash == me.hostHash;
+        why = "rank " + std::to_string(r) + " (" + hostOf(gone) + ") " +
+              (n > 0 ? "sent unexpected bytes"
+                     : self ? "stopped waiting (its own init ended; its error says why)"
+                            : "left (its connection closed)") +
               " during the rendezvous, before all ranks arrived";
       }
       if (failure != mixcclSuccess) break;
@@ -134,8 +147,10 @@ class RendezvousRoot : public std::enable_shared_from_this<RendezvousRoot> {
     if (fd < 0) return;  // transient (EAGAIN, ECONNABORTED...): poll tells us again
     Socket conn(fd);
     setTcpOptions(fd);
+    gAccepted.fetch_add(1);
     std::lock_guard<std::mutex> lock(mutex_);
     if (pending_.size() >= kMaxPendingHandshakes) {
+      gRefused.fetch_add(1);
       if (!floodLogged_) {
         floodLogged_ = true;
         raiseError(mixcclRemoteError,
@@ -204,6 +219,7 @@ class RendezvousRoot : public std::enable_shared_from_this<RendezvousRoot> {
       stopWorkers_ = true;
       for (Pending& p : queue_)
         if (p.conn) forgetLocked(p.conn->fd());
+      gCut.fetch_add(queue_.size());  // never reached a worker
       queue_.clear();
     }
     workCv_.notify_all();
@@ -221,34 +237,46 @@ class RendezvousRoot : public std::enable_shared_from_this<RendezvousRoot> {
     setLogRank(-1);
     std::string what = "connection from " + peer.toString();
     Deadline d = Deadline::afterSeconds(kHandshakeSeconds);
-    if (authenticateServer(conn, secret_, d, what.c_str()) != mixcclSuccess) return;
     RankHello hello;
-    if (recvAllBefore(conn, &hello, sizeof(hello), d, what.c_str()) != mixcclSuccess) return;
+    if (authenticateServer(conn, secret_, d, what.c_str()) != mixcclSuccess ||
+        recvAllBefore(conn, &hello, sizeof(hello), d, what.c_str()) != mixcclSuccess) {
+      countUnfinishedHandshake();
+      return;
+    }
     std::string why, msg;
     Result code = mixcclSuccess;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (finished_) {
-        if (failure_ == mixcclSuccess) return;
+        if (failure_ == mixcclSuccess) {
+          gCut.fetch_add(1);
+          return;
+        }
         code = failure_;
         msg = failureMessage_;
       }
     }
     if (!msg.empty()) {
+      gRefused.fetch_add(1);
       reject(conn, code, msg);
       return;
     }
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (finished_) return;
+      if (finished_) {
+        gCut.fetch_add(1);
+        return;
+      }
       RendezvousTable::Verdict v = table_.offer(hello, &why);
       if (v == RendezvousTable::Verdict::Admitted) {
         if (conns_.size() < (size_t)table_.nranks()) conns_.resize(table_.nranks());
         forgetLocked(conn.fd());
         conns_[hello.rank] = std::move(conn);
+        gAdmitted.fetch_add(1);
         wake();
         return;
       }
+      gRefused.fetch_add(1);
       code = v == RendezvousTable::Verdict::BadHello ? mixcclInvalidArgument : mixcclInvalidUsage;
       msg = "rendezvous root " + addr_.toString() + ": " + why + " (from " + peer.toString() + ")";
       // Authenticated ranks that disagree (nranks, duplicate rank) doom the whole job: tell all.
@@ -260,6 +288,13 @@ class RendezvousRoot : public std::enable_shared_from_this<RendezvousRoot> {
     }
     raiseError(code, "%s", msg.c_str());
     reject(conn, code, msg);
+  }
+
+  // A handshake that failed: refused, unless a completed rendezvous cut it (finish() shuts
+  // down the connections still in their handshake).
+  void countUnfinishedHandshake() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    (finished_ && failure_ == mixcclSuccess ? gCut : gRefused).fetch_add(1);
   }
 
   void wake() {
@@ -357,6 +392,15 @@ class RendezvousRoot : public std::enable_shared_from_this<RendezvousRoot> {
 };
 
 }  // namespace
+
+RootConnectionCounts rootConnectionCounts() {
+  RootConnectionCounts c;
+  c.accepted = gAccepted.load();
+  c.admitted = gAdmitted.load();
+  c.refused = gRefused.load();
+  c.cut = gCut.load();
+  return c;
+}
 
 Result startRendezvousRoot(const SocketAddress& addr, const Secret& secret, SocketAddress* bound) {
   Socket listener;

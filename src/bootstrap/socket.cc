@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "bootstrap/fork_guard.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace mixccl {
 namespace {
@@ -141,23 +141,47 @@ Result sendAllBefore(const Socket& s, const void* buf, size_t n, const Deadline&
   return mixcclSuccess;
 }
 
-Result recvAllBefore(const Socket& s, void* buf, size_t n, const Deadline& deadline,
-                     const char* what) {
+Result recvAllQuietly(const Socket& s, void* buf, size_t n, const Deadline& deadline,
+                      std::string* why) {
   char* p = static_cast<char*>(buf);
   while (n > 0) {
     ssize_t k = ::recv(s.fd(), p, n, MSG_DONTWAIT);
     if (k > 0) { p += k; n -= (size_t)k; continue; }
-    if (k == 0) return raiseError(mixcclRemoteError, "connection closed by %s", what);
-    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-      return raiseError(mixcclRemoteError, "receive from %s failed: %s", what, strerror(errno));
-    if (cancelled()) return cancelError(what);
-    if (deadline.expired())
-      return raiseError(mixcclTimeout, "timed out receiving from %s", what);
+    if (k == 0) {
+      *why = "closed the connection";
+      return mixcclRemoteError;
+    }
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+      *why = std::string("receive failed: ") + strerror(errno);
+      return mixcclRemoteError;
+    }
+    if (cancelled()) {
+      *why = "the communicator was aborted";
+      return mixcclInvalidUsage;
+    }
+    if (deadline.expired()) {
+      *why = "timed out";
+      return mixcclTimeout;
+    }
     pollfd pfd{s.fd(), POLLIN, 0};
     ForkGuardPause waiting;
     poll(&pfd, 1, deadline.remainingMs(100));
   }
   return mixcclSuccess;
+}
+
+Result recvAllBefore(const Socket& s, void* buf, size_t n, const Deadline& deadline,
+                     const char* what) {
+  std::string why;
+  Result r = recvAllQuietly(s, buf, n, deadline, &why);
+  if (r == mixcclSuccess) return r;
+  if (r == mixcclInvalidUsage) return cancelError(what);
+  if (r == mixcclTimeout) return raiseError(mixcclTimeout, "timed out receiving from %s", what);
+  if (why == "closed the connection")
+    return raiseError(mixcclRemoteError, "connection closed by %s", what);
+  const std::string failed = "receive failed: ";  // the rest is strerror's text
+  return raiseError(mixcclRemoteError, "receive from %s failed: %s", what,
+                    why.substr(failed.size()).c_str());
 }
 
 }  // namespace mixccl

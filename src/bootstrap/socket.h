@@ -7,8 +7,8 @@
 #include <string>
 
 #include "bootstrap/socket_address.h"
-#include "core/clock.h"
-#include "core/result.h"
+#include "base/clock.h"
+#include "base/result.h"
 
 namespace mixccl {
 
@@ -50,6 +50,10 @@ Result sendAllBefore(const Socket& s, const void* buf, size_t n, const Deadline&
                      const char* what);
 Result recvAllBefore(const Socket& s, void* buf, size_t n, const Deadline& deadline,
                      const char* what);
+// The same receive without logging: *why says what happened ("closed the connection", "timed
+// out", ...), for a caller that logs one better message itself (the handshake, auth.cc).
+Result recvAllQuietly(const Socket& s, void* buf, size_t n, const Deadline& deadline,
+                      std::string* why);
 
 // While a flag is set on a thread, that thread's deadline-bounded helpers above also give up
 // (mixcclInvalidUsage) within ~100 ms once *flag becomes true: mixcclCommAbort/Destroy use it

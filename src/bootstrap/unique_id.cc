@@ -6,9 +6,9 @@
 
 #include "bootstrap/interfaces.h"
 #include "bootstrap/root.h"
-#include "core/env.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "base/env.h"
+#include "base/error.h"
+#include "base/log.h"
 
 namespace mixccl {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "bootstrap/auth.h"
 #include "bootstrap/socket_address.h"
-#include "core/result.h"
+#include "base/result.h"
 #include "mixccl.h"
 
 namespace mixccl {

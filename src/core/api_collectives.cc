@@ -1,140 +1,38 @@
-// The public collective and point-to-point calls: check arguments, then run or record.
-#include "algo/algorithms.h"
+// The public collective and point-to-point calls: each fills one descriptor and takes one
+// checked path to run or record it.
 #include "core/api_support.h"
 #include "adaptors/adaptor_loader.h"
 #include "core/args.h"
-#include "core/collective_dispatch.h"
 #include "core/group.h"
 
 using namespace mixccl;
 
 namespace {
 
-Result submitCollective(Comm* comm, const char* fn, const CollDesc& desc, const CollCall& call) {
+// The one path of every collective entry point: check the call against its kind's record,
+// then run it or record it in the open group.
+Result submitCollective(Comm* comm, const CollCall& call) {
+  MIXCCL_CHECK(checkCollArgs(comm, call));
   WorkItem w;
   w.comm = comm;
-  w.name = fn;
+  w.name = call.spec().apiName;
   w.kind = WorkItem::Kind::Collective;
-  w.run = [comm, call](CollContext& c) { return runCollective(comm, c, call); };
-  w.desc = desc;
+  w.call = call;
   return submitWork(std::move(w));
 }
 
-Result commonChecks(const char* fn, Comm* comm, mixcclDataType_t type, mixcclStream_t stream) {
-  MIXCCL_CHECK(checkCommUsable(fn, comm));
-  MIXCCL_CHECK(checkDataType(fn, type));
-  // Device adaptors order work on the caller's stream; host memory takes NULL.
-  if (comm->adaptor && comm->adaptor->table->memoryKind == MIXCCL_ADAPTOR_DEVICE_MEMORY)
-    return mixcclSuccess;
-  return checkStream(fn, stream);
-}
-
-CollCall makeCall(CollCall::Kind kind, const void* sendbuff, void* recvbuff, size_t count,
-                  mixcclDataType_t type, mixcclRedOp_t op, int root, mixcclStream_t stream) {
-  return CollCall{kind, sendbuff, recvbuff, count, type, op, root, stream};
-}
-
-Result allReduce(const void* sendbuff, void* recvbuff, size_t count, mixcclDataType_t type,
-                 mixcclRedOp_t op, Comm* comm, mixcclStream_t stream) {
-  const char* fn = "mixcclAllReduce";
-  size_t bytes;
-  MIXCCL_CHECK(commonChecks(fn, comm, type, stream));
-  MIXCCL_CHECK(checkRedOp(fn, op));
-  MIXCCL_CHECK(checkBuffer(fn, "sendbuff", sendbuff, count, 1, type, &bytes));
-  MIXCCL_CHECK(checkBuffer(fn, "recvbuff", recvbuff, count, 1, type, &bytes));
-  return submitCollective(comm, fn, makeCollDesc(fn, count, type, (int)op, -1),
-                          makeCall(CollCall::Kind::AllReduce, sendbuff, recvbuff, count, type, op, -1, stream));
-}
-
-Result broadcast(const void* sendbuff, void* recvbuff, size_t count, mixcclDataType_t type,
-                 int root, Comm* comm, mixcclStream_t stream) {
-  const char* fn = "mixcclBroadcast";
-  size_t bytes;
-  MIXCCL_CHECK(commonChecks(fn, comm, type, stream));
-  MIXCCL_CHECK(checkRank(fn, "root", root, comm->nranks));
-  if (comm->rank == root) MIXCCL_CHECK(checkBuffer(fn, "sendbuff", sendbuff, count, 1, type, &bytes));
-  MIXCCL_CHECK(checkBuffer(fn, "recvbuff", recvbuff, count, 1, type, &bytes));
-  return submitCollective(comm, fn, makeCollDesc(fn, count, type, -1, root),
-                          makeCall(CollCall::Kind::Broadcast, sendbuff, recvbuff, count, type, mixcclSum, root, stream));
-}
-
-Result reduce(const void* sendbuff, void* recvbuff, size_t count, mixcclDataType_t type,
-              mixcclRedOp_t op, int root, Comm* comm, mixcclStream_t stream) {
-  const char* fn = "mixcclReduce";
-  size_t bytes;
-  MIXCCL_CHECK(commonChecks(fn, comm, type, stream));
-  MIXCCL_CHECK(checkRedOp(fn, op));
-  MIXCCL_CHECK(checkRank(fn, "root", root, comm->nranks));
-  MIXCCL_CHECK(checkBuffer(fn, "sendbuff", sendbuff, count, 1, type, &bytes));
-  if (comm->rank == root) MIXCCL_CHECK(checkBuffer(fn, "recvbuff", recvbuff, count, 1, type, &bytes));
-  return submitCollective(comm, fn, makeCollDesc(fn, count, type, (int)op, root),
-                          makeCall(CollCall::Kind::Reduce, sendbuff, recvbuff, count, type, op, root, stream));
-}
-
-Result allGather(const void* sendbuff, void* recvbuff, size_t count, mixcclDataType_t type,
-                 Comm* comm, mixcclStream_t stream) {
-  const char* fn = "mixcclAllGather";
-  size_t bytes;
-  MIXCCL_CHECK(commonChecks(fn, comm, type, stream));
-  MIXCCL_CHECK(checkBuffer(fn, "sendbuff", sendbuff, count, 1, type, &bytes));
-  MIXCCL_CHECK(checkBuffer(fn, "recvbuff", recvbuff, count, comm->nranks, type, &bytes));
-  return submitCollective(comm, fn, makeCollDesc(fn, count, type, -1, -1),
-                          makeCall(CollCall::Kind::AllGather, sendbuff, recvbuff, count, type, mixcclSum, -1, stream));
-}
-
-Result reduceScatter(const void* sendbuff, void* recvbuff, size_t count, mixcclDataType_t type,
-                     mixcclRedOp_t op, Comm* comm, mixcclStream_t stream) {
-  const char* fn = "mixcclReduceScatter";
-  size_t bytes;
-  MIXCCL_CHECK(commonChecks(fn, comm, type, stream));
-  MIXCCL_CHECK(checkRedOp(fn, op));
-  MIXCCL_CHECK(checkBuffer(fn, "sendbuff", sendbuff, count, comm->nranks, type, &bytes));
-  MIXCCL_CHECK(checkBuffer(fn, "recvbuff", recvbuff, count, 1, type, &bytes));
-  return submitCollective(comm, fn, makeCollDesc(fn, count, type, (int)op, -1),
-                          makeCall(CollCall::Kind::ReduceScatter, sendbuff, recvbuff, count, type, op, -1, stream));
-}
-
-Result alltoAll(const void* sendbuff, void* recvbuff, size_t count, mixcclDataType_t type,
-                Comm* comm, mixcclStream_t stream) {
-  const char* fn = "mixcclAlltoAll";
-  size_t bytes;
-  MIXCCL_CHECK(commonChecks(fn, comm, type, stream));
-  MIXCCL_CHECK(checkBuffer(fn, "sendbuff", sendbuff, count, comm->nranks, type, &bytes));
-  MIXCCL_CHECK(checkBuffer(fn, "recvbuff", recvbuff, count, comm->nranks, type, &bytes));
-  return submitCollective(comm, fn, makeCollDesc(fn, count, type, -1, -1),
-                          makeCall(CollCall::Kind::AlltoAll, sendbuff, recvbuff, count, type, mixcclSum, -1, stream));
-}
-
-Result gather(const void* sendbuff, void* recvbuff, size_t count, mixcclDataType_t type, int root,
-              Comm* comm, mixcclStream_t stream) {
-  const char* fn = "mixcclGather";
-  size_t bytes;
-  MIXCCL_CHECK(commonChecks(fn, comm, type, stream));
-  MIXCCL_CHECK(checkRank(fn, "root", root, comm->nranks));
-  MIXCCL_CHECK(checkBuffer(fn, "sendbuff", sendbuff, count, 1, type, &bytes));
-  if (comm->rank == root)
-    MIXCCL_CHECK(checkBuffer(fn, "recvbuff", recvbuff, count, comm->nranks, type, &bytes));
-  return submitCollective(comm, fn, makeCollDesc(fn, count, type, -1, root),
-                          makeCall(CollCall::Kind::Gather, sendbuff, recvbuff, count, type, mixcclSum, root, stream));
-}
-
-Result scatter(const void* sendbuff, void* recvbuff, size_t count, mixcclDataType_t type, int root,
-               Comm* comm, mixcclStream_t stream) {
-  const char* fn = "mixcclScatter";
-  size_t bytes;
-  MIXCCL_CHECK(commonChecks(fn, comm, type, stream));
-  MIXCCL_CHECK(checkRank(fn, "root", root, comm->nranks));
-  if (comm->rank == root)
-    MIXCCL_CHECK(checkBuffer(fn, "sendbuff", sendbuff, count, comm->nranks, type, &bytes));
-  MIXCCL_CHECK(checkBuffer(fn, "recvbuff", recvbuff, count, 1, type, &bytes));
-  return submitCollective(comm, fn, makeCollDesc(fn, count, type, -1, root),
-                          makeCall(CollCall::Kind::Scatter, sendbuff, recvbuff, count, type, mixcclSum, root, stream));
+// The handle may be anything the user passed: a reference is taken (or the handle refused)
+// before anything reads the communicator.
+Result enterCollective(mixcclComm_t handle, const CollCall& call) {
+  CommRef ref(handle);
+  if (!ref) return badComm(call.spec().apiName, handle);
+  return finishCall(ref.get(), submitCollective(ref.get(), call));
 }
 
 Result pointToPoint(const char* fn, WorkItem::Kind kind, const void* buf, size_t count,
                     mixcclDataType_t type, int peer, Comm* comm, mixcclStream_t stream) {
   size_t bytes;
-  MIXCCL_CHECK(commonChecks(fn, comm, type, stream));
+  MIXCCL_CHECK(checkCommonArgs(fn, comm, type, stream));
   MIXCCL_CHECK(checkRank(fn, "peer", peer, comm->nranks));
   MIXCCL_CHECK(checkBuffer(fn, "buffer", buf, count, 1, type, &bytes));
   if (comm->adaptor->table->memoryKind == MIXCCL_ADAPTOR_DEVICE_MEMORY &&
@@ -142,6 +40,13 @@ Result pointToPoint(const char* fn, WorkItem::Kind kind, const void* buf, size_t
     return raiseError(mixcclInvalidUsage,
                       "%s: Send/Recv of %s device memory in a job with several domains is not "
                       "supported yet (collectives are; docs/adaptors.md)", fn,
+                      comm->adaptor->name.c_str());
+  // Device memory moves through the library's own send/recv, which a table may leave out.
+  if (comm->adaptor->table->memoryKind == MIXCCL_ADAPTOR_DEVICE_MEMORY &&
+      !comm->adaptor->table->hasPointToPoint())
+    return raiseError(mixcclInvalidUsage,
+                      "%s: the %s adaptor's native library has no send/recv (its table leaves "
+                      "them NULL), and mixccl's own transport cannot move device memory", fn,
                       comm->adaptor->name.c_str());
   WorkItem w;
   w.comm = comm;
@@ -163,61 +68,55 @@ Result pointToPoint(const char* fn, WorkItem::Kind kind, const void* buf, size_t
   if (!ref) return badComm(fn, comm);                 \
   return finishCall(ref.get(), call)
 
+// Non-reducing kinds carry mixcclSum and unrooted ones root -1: never read (collSpec says
+// which arguments a kind has).
 MIXCCL_API mixcclResult_t mixcclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                                           mixcclDataType_t datatype, mixcclRedOp_t op,
                                           mixcclComm_t comm, mixcclStream_t stream) {
-  MIXCCL_ENTRY("mixcclAllReduce", comm,
-               allReduce(sendbuff, recvbuff, count, datatype, op, ref.get(), stream));
+  return enterCollective(comm, {CollKind::AllReduce, sendbuff, recvbuff, count, datatype, op, -1, stream});
 }
 
 MIXCCL_API mixcclResult_t mixcclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
                                           mixcclDataType_t datatype, int root, mixcclComm_t comm,
                                           mixcclStream_t stream) {
-  MIXCCL_ENTRY("mixcclBroadcast", comm,
-               broadcast(sendbuff, recvbuff, count, datatype, root, ref.get(), stream));
+  return enterCollective(comm, {CollKind::Broadcast, sendbuff, recvbuff, count, datatype, mixcclSum, root, stream});
 }
 
 MIXCCL_API mixcclResult_t mixcclReduce(const void* sendbuff, void* recvbuff, size_t count,
                                        mixcclDataType_t datatype, mixcclRedOp_t op, int root,
                                        mixcclComm_t comm, mixcclStream_t stream) {
-  MIXCCL_ENTRY("mixcclReduce", comm,
-               reduce(sendbuff, recvbuff, count, datatype, op, root, ref.get(), stream));
+  return enterCollective(comm, {CollKind::Reduce, sendbuff, recvbuff, count, datatype, op, root, stream});
 }
 
 MIXCCL_API mixcclResult_t mixcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                                           mixcclDataType_t datatype, mixcclComm_t comm,
                                           mixcclStream_t stream) {
-  MIXCCL_ENTRY("mixcclAllGather", comm,
-               allGather(sendbuff, recvbuff, sendcount, datatype, ref.get(), stream));
+  return enterCollective(comm, {CollKind::AllGather, sendbuff, recvbuff, sendcount, datatype, mixcclSum, -1, stream});
 }
 
 MIXCCL_API mixcclResult_t mixcclReduceScatter(const void* sendbuff, void* recvbuff,
                                               size_t recvcount, mixcclDataType_t datatype,
                                               mixcclRedOp_t op, mixcclComm_t comm,
                                               mixcclStream_t stream) {
-  MIXCCL_ENTRY("mixcclReduceScatter", comm,
-               reduceScatter(sendbuff, recvbuff, recvcount, datatype, op, ref.get(), stream));
+  return enterCollective(comm, {CollKind::ReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, -1, stream});
 }
 
 MIXCCL_API mixcclResult_t mixcclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
                                          mixcclDataType_t datatype, mixcclComm_t comm,
                                          mixcclStream_t stream) {
-  MIXCCL_ENTRY("mixcclAlltoAll", comm,
-               alltoAll(sendbuff, recvbuff, count, datatype, ref.get(), stream));
+  return enterCollective(comm, {CollKind::AlltoAll, sendbuff, recvbuff, count, datatype, mixcclSum, -1, stream});
 }
 
 MIXCCL_API mixcclResult_t mixcclGather(const void* sendbuff, void* recvbuff, size_t count,
                                        mixcclDataType_t datatype, int root, mixcclComm_t comm,
                                        mixcclStream_t stream) {
-  MIXCCL_ENTRY("mixcclGather", comm,
-               gather(sendbuff, recvbuff, count, datatype, root, ref.get(), stream));
+  return enterCollective(comm, {CollKind::Gather, sendbuff, recvbuff, count, datatype, mixcclSum, root, stream});
 }
 
 MIXCCL_API mixcclResult_t mixcclScatter(const void* sendbuff, void* recvbuff, size_t count,
                                         mixcclDataType_t datatype, int root, mixcclComm_t comm,
                                         mixcclStream_t stream) {
-  MIXCCL_ENTRY("mixcclScatter", comm,
-               scatter(sendbuff, recvbuff, count, datatype, root, ref.get(), stream));
+  return enterCollective(comm, {CollKind::Scatter, sendbuff, recvbuff, count, datatype, mixcclSum, root, stream});
 }
 
 MIXCCL_API mixcclResult_t mixcclSend(const void* sendbuff, size_t count, mixcclDataType_t datatype,

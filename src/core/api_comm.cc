@@ -5,11 +5,12 @@
 #include <tuple>
 #include <vector>
 
+#include "adaptors/adaptor_loader.h"
 #include "algo/algorithms.h"
 #include "bootstrap/unique_id.h"
 #include "core/api_support.h"
-#include "core/env.h"
-#include "core/log.h"
+#include "base/env.h"
+#include "base/log.h"
 
 using namespace mixccl;
 
@@ -44,7 +45,7 @@ Result splitComm(Comm* parent, int color, int key, Comm** out, const mixcclConfi
   if (config) MIXCCL_CHECK(resolveConfig(config, &cfg));
   MIXCCL_CHECK(checkCommReady(fn, parent));
   std::string why;
-  if (Result failed = parent->proxy->error(&why))
+  if (Result failed = parent->health.error(&why))
     return raiseError(failed, "%s: the parent communicator has failed: %s", fn, why.c_str());
 
   const int n = parent->nranks;
@@ -166,7 +167,7 @@ MIXCCL_API mixcclResult_t mixcclCommFinalize(mixcclComm_t comm) {
   }
   ref->finalized.store(true);
   std::string why;
-  return finishCall(ref.get(), ref->proxy->error(&why));
+  return finishCall(ref.get(), ref->health.error(&why));
 }
 
 MIXCCL_API mixcclResult_t mixcclCommDestroy(mixcclComm_t comm) {
@@ -202,24 +203,11 @@ MIXCCL_API mixcclResult_t mixcclCommGetAsyncError(mixcclComm_t comm, mixcclResul
     return raiseError(mixcclInvalidArgument, "mixcclCommGetAsyncError: asyncError is NULL");
   // Initialising: mixcclInProgress; init failed: its error; then the proxy's first failure.
   Result state = (Result)ref->initState.load(std::memory_order_acquire);
-  *asyncError = state != mixcclSuccess ? state : ref->proxy->error(nullptr);
+  *asyncError = state != mixcclSuccess ? state : ref->health.error(nullptr);
   return mixcclSuccess;
 }
 
-MIXCCL_API const char* mixcclGetErrorString(mixcclResult_t result) {
-  switch (result) {
-    case mixcclSuccess: return "no error";
-    case mixcclUnhandledDeviceError: return "unhandled device error";
-    case mixcclSystemError: return "unhandled system error (network, memory, ...)";
-    case mixcclInternalError: return "internal error - please report this issue";
-    case mixcclInvalidArgument: return "invalid argument";
-    case mixcclInvalidUsage: return "invalid usage";
-    case mixcclRemoteError: return "remote process exited or there was a network error";
-    case mixcclInProgress: return "operation in progress";
-    case mixcclTimeout: return "operation timed out";
-    default: return "unknown result code";
-  }
-}
+MIXCCL_API const char* mixcclGetErrorString(mixcclResult_t result) { return resultString(result); }
 
 MIXCCL_API const char* mixcclGetLastError(mixcclComm_t comm) {
   thread_local std::string copy;
@@ -241,6 +229,20 @@ MIXCCL_API mixcclResult_t mixcclCommUserRank(const mixcclComm_t comm, int* rank)
   if (!ref) return badComm("mixcclCommUserRank", comm);
   if (!rank) return raiseError(mixcclInvalidArgument, "mixcclCommUserRank: rank is NULL");
   *rank = ref->rank;
+  return mixcclSuccess;
+}
+
+// The rank's adaptor table, so a program (the perf tools) allocates and copies buffers of the
+// memory kind the communicator's collectives take, as nccl-tests uses cudaMalloc.
+MIXCCL_API mixcclResult_t mixcclCommGetAdaptor(const mixcclComm_t comm,
+                                               const mixcclAdaptor_v2_t** adaptor) {
+  CommRef ref(comm);
+  if (!ref) return badComm("mixcclCommGetAdaptor", comm);
+  if (!adaptor) return raiseError(mixcclInvalidArgument, "mixcclCommGetAdaptor: adaptor is NULL");
+  if (!ref->adaptor)
+    return raiseError(mixcclInvalidUsage,
+                      "mixcclCommGetAdaptor: the communicator has no adaptor yet");
+  *adaptor = &ref->adaptor->publicTable;
   return mixcclSuccess;
 }
 

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "core/comm_registry.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace mixccl {
 

@@ -2,8 +2,9 @@
 
 #include <cstdint>
 
+#include "adaptors/adaptor_loader.h"
 #include "algo/reduce.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace mixccl {
 
@@ -51,6 +52,30 @@ Result checkBuffer(const char* fn, const char* what, const void* buf, size_t cou
 Result checkCommUsable(const char* fn, Comm* comm) {
   if (comm->finalized.load())
     return raiseError(mixcclInvalidUsage, "%s: the communicator was finalized", fn);
+  return mixcclSuccess;
+}
+
+Result checkCommonArgs(const char* fn, Comm* comm, mixcclDataType_t type, mixcclStream_t stream) {
+  MIXCCL_CHECK(checkCommUsable(fn, comm));
+  MIXCCL_CHECK(checkDataType(fn, type));
+  if (comm->adaptor && comm->adaptor->table->memoryKind == MIXCCL_ADAPTOR_DEVICE_MEMORY)
+    return mixcclSuccess;
+  return checkStream(fn, stream);
+}
+
+Result checkCollArgs(Comm* comm, const CollCall& call) {
+  const CollKindSpec& s = call.spec();
+  const char* fn = s.apiName;
+  size_t bytes;
+  MIXCCL_CHECK(checkCommonArgs(fn, comm, call.type, call.stream));
+  if (s.reduces) MIXCCL_CHECK(checkRedOp(fn, call.op));
+  if (s.rooted) MIXCCL_CHECK(checkRank(fn, "root", call.root, comm->nranks));
+  if (s.send.heldBy(comm->rank, call.root))
+    MIXCCL_CHECK(checkBuffer(fn, "sendbuff", call.sendbuf, call.count,
+                             s.send.multiplier(comm->nranks), call.type, &bytes));
+  if (s.recv.heldBy(comm->rank, call.root))
+    MIXCCL_CHECK(checkBuffer(fn, "recvbuff", call.recvbuf, call.count,
+                             s.recv.multiplier(comm->nranks), call.type, &bytes));
   return mixcclSuccess;
 }
 

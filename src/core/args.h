@@ -4,6 +4,7 @@
 
 #include <cstddef>
 
+#include "core/coll_call.h"
 #include "core/comm.h"
 
 namespace mixccl {
@@ -17,5 +18,12 @@ Result checkBuffer(const char* fn, const char* what, const void* buf, size_t cou
                    size_t multiplier, mixcclDataType_t type, size_t* bytes);
 // The communicator is usable for new work.
 Result checkCommUsable(const char* fn, Comm* comm);
+// What every call checks first: a usable communicator, a valid datatype, and a NULL stream
+// unless the rank's adaptor has device memory (its work is ordered on the caller's stream).
+Result checkCommonArgs(const char* fn, Comm* comm, mixcclDataType_t type, mixcclStream_t stream);
+// Every argument of a collective call, in the order its kind's record asks for: the common
+// checks, the op where the kind reduces, the root where it has one, then each buffer this rank
+// holds at its size (messages name the call by its entry point, e.g. "mixcclGather: ...").
+Result checkCollArgs(Comm* comm, const CollCall& call);
 
 }  // namespace mixccl

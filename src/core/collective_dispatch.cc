@@ -6,113 +6,95 @@
 #include "adaptors/adaptor_loader.h"
 #include "algo/domain_coll.h"
 #include "algo/hierarchical.h"
+#include "algo/native_pairwise.h"
 #include "algo/reduce.h"
 #include "core/domain_comm.h"
 #include "core/staged_executor.h"
-#include "core/env.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "base/env.h"
+#include "base/error.h"
+#include "base/log.h"
 
 namespace mixccl {
 namespace {
 
-using Kind = CollCall::Kind;
-
-const char* collName(Kind k) {
-  switch (k) {
-    case Kind::AllReduce: return "allreduce";
-    case Kind::Broadcast: return "broadcast";
-    case Kind::Reduce: return "reduce";
-    case Kind::AllGather: return "allgather";
-    case Kind::ReduceScatter: return "reducescatter";
-    default: return "sendrecv";
+// One native domain whose library has no entry for the call's collective: mixccl's own
+// algorithm on host memory; on device memory, which mixccl's algorithms cannot touch,
+// AlltoAll/Gather/Scatter composed from the library's send/recv, and a refusal otherwise.
+Result runWithoutNativeEntry(Comm* comm, CollContext& c, const CollCall& call) {
+  const AdaptorTable& t = comm->domainComm->table();
+  if (t.memoryKind == MIXCCL_ADAPTOR_HOST_MEMORY) return runFlat(c, call);
+  const NativeComm nc{t, comm->domainComm->native(), comm->rank, comm->nranks, call.stream};
+  if (t.hasPointToPoint()) {
+    switch (call.kind) {
+      case CollKind::AlltoAll:
+        return nativePairwiseAlltoAll(nc, call.sendbuf, call.recvbuf, call.count, call.type);
+      case CollKind::Gather:
+        return nativeDirectGather(nc, call.sendbuf, call.recvbuf, call.count, call.type, call.root);
+      case CollKind::Scatter:
+        return nativeDirectScatter(nc, call.sendbuf, call.recvbuf, call.count, call.type, call.root);
+      default: break;
+    }
   }
-}
-
-// Bytes of the send and receive buffers of call on a rank (0 where the rank has none).
-void callBytes(const CollCall& call, int rank, int nranks, size_t* send, size_t* recv) {
-  const size_t b = call.count * dataTypeSize(call.type), all = b * nranks;
-  bool root = rank == call.root;
-  switch (call.kind) {
-    case Kind::AllReduce: *send = b; *recv = b; break;
-    case Kind::Broadcast: *send = root ? b : 0; *recv = b; break;
-    case Kind::Reduce: *send = b; *recv = root ? b : 0; break;
-    case Kind::AllGather: *send = b; *recv = all; break;
-    case Kind::ReduceScatter: *send = all; *recv = b; break;
-    case Kind::AlltoAll: *send = all; *recv = all; break;
-    case Kind::Gather: *send = b; *recv = root ? all : 0; break;
-    case Kind::Scatter: *send = root ? all : 0; *recv = b; break;
-  }
+  const CollKindSpec& s = call.spec();
+  const bool composable = s.pairwise;
+  return raiseError(mixcclInvalidUsage,
+                    "%s: the %s adaptor's native library has no %s%s (its table leaves %s NULL), "
+                    "and mixccl's own algorithms cannot run on device memory",
+                    s.apiName, t.name, s.name, composable ? " and no send/recv to compose it from" : "",
+                    composable ? "them" : "it");
 }
 
 // One native domain: the call goes straight to the adaptor's library. Avg is passed through
 // where the library has it, else reduced with Sum and divided here (host memory).
 Result runNative(Comm* comm, CollContext& c, const CollCall& call) {
-  const mixcclAdaptor_v1_t& t = comm->domainComm->table();
+  const AdaptorTable& t = comm->domainComm->table();
+  if (!t.hasNative(call.kind)) return runWithoutNativeEntry(comm, c, call);
   void* nc = comm->domainComm->native();
   const bool hostMemory = t.memoryKind == MIXCCL_ADAPTOR_HOST_MEMORY;
   const int n = comm->nranks, r = comm->rank;
-  const size_t es = dataTypeSize(call.type);
   const char* in = static_cast<const char*>(call.sendbuf);
   char* out = static_cast<char*>(call.recvbuf);
-  if (call.kind == Kind::AlltoAll || call.kind == Kind::Gather || call.kind == Kind::Scatter) {
-    if (hostMemory) return runFlat(c, call);  // no native call of that shape: mixccl's p2p
-    MIXCCL_CHECK(checkNative(t, "groupStart", t.groupStart()));
-    mixcclResult_t res = mixcclSuccess;
-    for (int p = 0; p < n && res == mixcclSuccess; ++p) {
-      const size_t cnt = call.count, blk = cnt * es;
-      if (call.kind == Kind::AlltoAll) {
-        res = t.send(in + p * blk, cnt, call.type, p, nc, call.stream);
-        if (res == mixcclSuccess) res = t.recv(out + p * blk, cnt, call.type, p, nc, call.stream);
-      } else if (call.kind == Kind::Gather) {
-        if (p == 0) res = t.send(in, cnt, call.type, call.root, nc, call.stream);
-        if (res == mixcclSuccess && r == call.root)
-          res = t.recv(out + p * blk, cnt, call.type, p, nc, call.stream);
-      } else {
-        if (r == call.root) res = t.send(in + p * blk, cnt, call.type, p, nc, call.stream);
-        if (res == mixcclSuccess && p == 0)
-          res = t.recv(out, cnt, call.type, call.root, nc, call.stream);
-      }
-    }
-    mixcclResult_t end = t.groupEnd();
-    MIXCCL_CHECK(checkNative(t, "send/recv", res));
-    return checkNative(t, "groupEnd", end);
-  }
   mixcclRedOp_t op = call.op;
   bool divideHere = false;
-  if (call.kind == Kind::AllReduce || call.kind == Kind::Reduce || call.kind == Kind::ReduceScatter) {
-    if (!t.supports(collName(call.kind), call.type, op)) {
-      if (op == mixcclAvg && hostMemory && t.supports(collName(call.kind), call.type, mixcclSum)) {
+  if (call.spec().reduces) {
+    if (!t.supports(call.kind, call.type, op)) {
+      if (op == mixcclAvg && hostMemory && t.supports(call.kind, call.type, mixcclSum)) {
         op = mixcclSum;
         divideHere = true;
       } else if (hostMemory) {
         INFO(kLogColl, "%s adaptor has no native %s for %s/%s: mixccl's own algorithm runs it",
-             t.name, collName(call.kind), dataTypeName(call.type), redOpName(call.op));
+             t.name, call.spec().name, dataTypeName(call.type), redOpName(call.op));
         return runFlat(c, call);
       } else {
         return raiseError(mixcclInvalidArgument, "%s adaptor: the native library cannot run %s "
-                          "on %s with %s", t.name, collName(call.kind), dataTypeName(call.type),
+                          "on %s with %s", t.name, call.spec().name, dataTypeName(call.type),
                           redOpName(call.op));
       }
     }
   }
   switch (call.kind) {
-    case Kind::AllReduce:
+    case CollKind::AllReduce:
       MIXCCL_CHECK(checkNative(t, "AllReduce", t.allReduce(in, out, call.count, call.type, op, nc, call.stream)));
       if (divideHere) divideBy(out, call.count, call.type, n);
       return mixcclSuccess;
-    case Kind::Reduce:
+    case CollKind::Reduce:
       MIXCCL_CHECK(checkNative(t, "Reduce", t.reduce(in, out, call.count, call.type, op, call.root, nc, call.stream)));
       if (divideHere && r == call.root) divideBy(out, call.count, call.type, n);
       return mixcclSuccess;
-    case Kind::ReduceScatter:
+    case CollKind::ReduceScatter:
       MIXCCL_CHECK(checkNative(t, "ReduceScatter", t.reduceScatter(in, out, call.count, call.type, op, nc, call.stream)));
       if (divideHere) divideBy(out, call.count, call.type, n);
       return mixcclSuccess;
-    case Kind::Broadcast:
+    case CollKind::Broadcast:
       return checkNative(t, "Broadcast", t.broadcast(in, out, call.count, call.type, call.root, nc, call.stream));
-    case Kind::AllGather:
+    case CollKind::AllGather:
       return checkNative(t, "AllGather", t.allGather(in, out, call.count, call.type, nc, call.stream));
+    case CollKind::AlltoAll:
+      return checkNative(t, "AlltoAll", t.alltoAll(in, out, call.count, call.type, nc, call.stream));
+    case CollKind::Gather:
+      return checkNative(t, "Gather", t.gather(in, out, call.count, call.type, call.root, nc, call.stream));
+    case CollKind::Scatter:
+      return checkNative(t, "Scatter", t.scatter(in, out, call.count, call.type, call.root, nc, call.stream));
     default:
       return raiseError(mixcclInternalError, "runNative: unexpected collective");
   }
@@ -122,19 +104,21 @@ Result runNative(Comm* comm, CollContext& c, const CollCall& call) {
 // other collectives run mixccl's algorithms over every rank (they move each byte between
 // domains once already).
 Result runAcrossDomains(Comm* comm, CollContext& c, const CollCall& call, bool useNative) {
-  if (call.kind != Kind::AllReduce && call.kind != Kind::Broadcast) return runFlat(c, call);
+  if (call.kind != CollKind::AllReduce && call.kind != CollKind::Broadcast) return runFlat(c, call);
   const DomainMap& map = comm->domainMap;
   const Domain& mine = map.domains[map.domainOf[comm->rank]];
   const int index = map.indexInDomain[comm->rank];
   std::unique_ptr<DomainColl> local;
-  if (useNative && comm->domainComm)
+  // The library's in-domain steps where it has all three (else mixccl's over the domain's ranks).
+  const AdaptorTable* t = comm->domainComm ? &comm->domainComm->table() : nullptr;
+  if (useNative && t && t->reduceScatter && t->allGather && t->broadcast)
     local.reset(new NativeDomainColl(comm->domainComm->table(), comm->domainComm->native(),
                                      index, (int)mine.ranks.size()));
   else
     local.reset(new HostDomainColl(*comm->proxy, c.transfers.deadline(), mine.ranks, index,
                                    c.chunkBytes));
   HierContext h{map, comm->rank, *local, c.transfers, env().hierPieceBytes};
-  if (call.kind == Kind::AllReduce)
+  if (call.kind == CollKind::AllReduce)
     return hierarchicalAllReduce(h, call.sendbuf, call.recvbuf, call.count, call.type, call.op);
   return hierarchicalBroadcast(h, call.sendbuf, call.recvbuf, call.count, call.type, call.root);
 }
@@ -143,14 +127,14 @@ Result runAcrossDomains(Comm* comm, CollContext& c, const CollCall& call, bool u
 // copy-in on the caller's stream and return; the executor thread runs the host-memory
 // algorithm (in-domain steps on mixccl's transport) when the stream reaches the job.
 Result runStaged(Comm* comm, const CollCall& call) {
-  const mixcclAdaptor_v1_t& t = *comm->adaptor->table;
+  const AdaptorTable& t = *comm->adaptor->table;
   size_t sendBytes = 0, recvBytes = 0;
   callBytes(call, comm->rank, comm->nranks, &sendBytes, &recvBytes);
   {
     std::lock_guard<std::mutex> lock(comm->stagedMutex);
     if (!comm->staged)
       comm->staged.reset(new StagedExecutor([comm](Result r, const std::string& why) {
-        comm->proxy->fail(r, "device staging: " + why);
+        comm->health.fail(r, "device staging: " + why);
       }));
   }
   auto job = std::make_shared<StagedJob>();
@@ -186,7 +170,7 @@ Result runStaged(Comm* comm, const CollCall& call) {
     job->cancelled = job->ready = job->done = true;
     job->cv.notify_all();
     Result e = checkNative(t, step, r);
-    comm->proxy->fail(e, threadLastError());
+    comm->health.fail(e, threadLastError());
     return e;
   }
   r = t.launchHostFunc(s, &StagedExecutor::holdUntilDone, job.get());
@@ -201,7 +185,7 @@ Result runStaged(Comm* comm, const CollCall& call) {
   }
   if (r != mixcclSuccess) {
     Result e = checkNative(t, step, r);
-    comm->proxy->fail(e, threadLastError());
+    comm->health.fail(e, threadLastError());
     return e;
   }
   return mixcclSuccess;
@@ -211,7 +195,7 @@ Result runStaged(Comm* comm, const CollCall& call) {
 
 Result runFlat(CollContext& c, const CollCall& call) {
   switch (call.kind) {
-    case Kind::AllReduce: {
+    case CollKind::AllReduce: {
       size_t bytes = call.count * dataTypeSize(call.type);
       switch (chooseAllReduceAlgo(bytes, c.nranks)) {
         case AllReduceAlgo::Ring:
@@ -222,26 +206,57 @@ Result runFlat(CollContext& c, const CollCall& call) {
           return recursiveDoublingAllReduce(c, call.sendbuf, call.recvbuf, call.count, call.type, call.op);
       }
     }
-    case Kind::Broadcast: return chainBroadcast(c, call.sendbuf, call.recvbuf, call.count, call.type, call.root);
-    case Kind::Reduce: return chainReduce(c, call.sendbuf, call.recvbuf, call.count, call.type, call.op, call.root);
-    case Kind::AllGather:
+    case CollKind::Broadcast: return chainBroadcast(c, call.sendbuf, call.recvbuf, call.count, call.type, call.root);
+    case CollKind::Reduce: return chainReduce(c, call.sendbuf, call.recvbuf, call.count, call.type, call.op, call.root);
+    case CollKind::AllGather:
       if (useRecursiveDoublingAllGather(call.count * dataTypeSize(call.type) * c.nranks, c.nranks))
         return recursiveDoublingAllGather(c, call.sendbuf, call.recvbuf, call.count, call.type);
       return ringAllGather(c, call.sendbuf, call.recvbuf, call.count, call.type);
-    case Kind::ReduceScatter: return ringReduceScatter(c, call.sendbuf, call.recvbuf, call.count, call.type, call.op);
-    case Kind::AlltoAll: return pairwiseAlltoAll(c, call.sendbuf, call.recvbuf, call.count, call.type);
-    case Kind::Gather: return directGather(c, call.sendbuf, call.recvbuf, call.count, call.type, call.root);
-    case Kind::Scatter: return directScatter(c, call.sendbuf, call.recvbuf, call.count, call.type, call.root);
+    case CollKind::ReduceScatter: return ringReduceScatter(c, call.sendbuf, call.recvbuf, call.count, call.type, call.op);
+    case CollKind::AlltoAll: return pairwiseAlltoAll(c, call.sendbuf, call.recvbuf, call.count, call.type);
+    case CollKind::Gather: return directGather(c, call.sendbuf, call.recvbuf, call.count, call.type, call.root);
+    case CollKind::Scatter: return directScatter(c, call.sendbuf, call.recvbuf, call.count, call.type, call.root);
   }
   return raiseError(mixcclInternalError, "runFlat: unknown collective");
 }
 
+CollRoute routeOf(const Comm* comm) {
+  if (comm->domainMap.single()) return comm->domainComm ? CollRoute::Native : CollRoute::Flat;
+  return comm->adaptor->table->memoryKind == MIXCCL_ADAPTOR_DEVICE_MEMORY ? CollRoute::Staged
+                                                                         : CollRoute::AcrossDomains;
+}
+
+const char* algorithmName(const Comm* comm, CollKind kind, size_t bytes) {
+  CollRoute route = routeOf(comm);
+  if (route == CollRoute::Native) return "native";
+  // runAcrossDomains (the staged path too): cross-domain AllReduce and Broadcast, else runFlat.
+  if (route != CollRoute::Flat && (kind == CollKind::AllReduce || kind == CollKind::Broadcast))
+    return "hierarchical";
+  switch (kind) {
+    case CollKind::AllReduce: return allReduceAlgoName(chooseAllReduceAlgo(bytes, comm->nranks));
+    case CollKind::AllGather: return useRecursiveDoublingAllGather(bytes, comm->nranks) ? "rd" : "ring";
+    case CollKind::Broadcast:
+    case CollKind::Reduce: return "chain";
+    case CollKind::ReduceScatter: return "ring";
+    case CollKind::AlltoAll: return "pairwise";
+    case CollKind::Gather:
+    case CollKind::Scatter: return "direct";
+  }
+  return "unknown";
+}
+
 Result runCollective(Comm* comm, CollContext& c, const CollCall& call) {
-  const bool single = comm->domainMap.single();
-  if (single && comm->domainComm) return runNative(comm, c, call);
-  if (single) return runFlat(c, call);
-  if (comm->adaptor->table->memoryKind == MIXCCL_ADAPTOR_DEVICE_MEMORY)
-    return runStaged(comm, call);
+  CollRoute route = routeOf(comm);
+  static const char* const kRouteNames[] = {"native", "mixccl's algorithm", "across domains",
+                                            "staged across domains"};
+  TRACE(kLogColl, "rank %d: %s: %s", comm->rank, describeCollDesc(collDescOf(call)).c_str(),
+        kRouteNames[(int)route]);
+  switch (route) {
+    case CollRoute::Native: return runNative(comm, c, call);
+    case CollRoute::Flat: return runFlat(c, call);
+    case CollRoute::Staged: return runStaged(comm, call);
+    case CollRoute::AcrossDomains: break;
+  }
   return runAcrossDomains(comm, c, call, /*useNative=*/true);
 }
 

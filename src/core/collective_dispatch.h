@@ -6,23 +6,24 @@
 #include <cstddef>
 
 #include "algo/algorithms.h"
+#include "core/coll_call.h"
 #include "core/comm.h"
-#include "core/result.h"
+#include "base/result.h"
 #include "mixccl.h"
 
 namespace mixccl {
 
-struct CollCall {
-  enum class Kind { AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, AlltoAll, Gather, Scatter };
-  Kind kind;
-  const void* sendbuf;
-  void* recvbuf;
-  size_t count;  // as the API call counts it (per rank for AllGather, ReduceScatter, ...)
-  mixcclDataType_t type;
-  mixcclRedOp_t op;  // reductions only
-  int root;          // rooted collectives only
-  void* stream;
-};
+// Where runCollective sends a collective of comm (the same for every kind): the adaptor's
+// library (one native domain), mixccl's algorithms over every rank (one host domain), the
+// cross-domain algorithms (several domains), staged through host memory (device memory there).
+enum class CollRoute { Native, Flat, AcrossDomains, Staged };
+CollRoute routeOf(const Comm* comm);
+
+// The algorithm runCollective runs for kind on comm with `bytes` (AllReduce: the per-rank
+// message; AllGather: the whole result, as MIXCCL_RH_THRESHOLD counts it): "native",
+// "hierarchical", "ring", "rd", "rh", "chain", "pairwise", "direct". mixcclCommInspect's
+// answer, so what tests assert is what dispatch does.
+const char* algorithmName(const Comm* comm, CollKind kind, size_t bytes);
 
 // Runs call on comm; c is the whole-communicator context of this call.
 Result runCollective(Comm* comm, CollContext& c, const CollCall& call);

@@ -11,9 +11,10 @@
 
 #include "bootstrap/peer_info.h"
 #include "bootstrap/unique_id.h"
+#include "base/health.h"
 #include "core/config.h"
 #include "core/domain_comm.h"
-#include "core/domains.h"
+#include "topology/domains.h"
 #include "core/staged_executor.h"
 #include "proxy/proxy.h"
 #include "topology/topology.h"
@@ -25,6 +26,9 @@ struct mixcclComm {
   mixccl::CommConfig config;
   mixccl::UniqueIdData id{};
   std::vector<mixccl::PeerInfo> peers;
+  // The first failure of anything working for this communicator (declared before the proxy,
+  // which reports into it, so it outlives the proxy).
+  mixccl::Health health;
   std::unique_ptr<mixccl::Proxy> proxy;
   // Every rank's host, NUMA node, device, NIC and adaptor, exchanged at init (comm_topology.h).
   std::vector<mixccl::RankTopology> topology;

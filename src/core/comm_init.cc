@@ -13,10 +13,12 @@
 #include "adaptors/adaptor_loader.h"
 #include "core/domain_comm.h"
 #include "core/comm_registry.h"
-#include "core/env.h"
-#include "core/error.h"
-#include "core/log.h"
-#include "transport/shm_transport.h"
+#include "base/env.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "transport/registry.h"
+#include "transport/shm_connection.h"
+#include "transport/socket_connection.h"
 #include "transport/socket_mesh.h"
 
 std::string mixcclComm::peerName(int r) const { return mixccl::describePeer(peers, r); }
@@ -54,10 +56,12 @@ class ListenerRegistration {
   Comm* comm_;
 };
 
-// Transport per pair of ranks: shared memory between ranks of one host (same hostHash) unless
-// MIXCCL_SHM_DISABLE=1 or MIXCCL_NET=socket (or config.netName "socket"); sockets otherwise. Logs the choice (INFO).
-Result connectShm(Comm* comm, const UniqueIdData& id, const std::vector<std::vector<Socket>>& conns,
-                  const Deadline& deadline, std::vector<std::unique_ptr<ShmLink>>* shm) {
+// Chooses and connects a transport for every pair (transport/registry.h): shared memory within
+// a host unless MIXCCL_SHM_DISABLE=1 or MIXCCL_NET=socket (or config.netName "socket"), then
+// sockets. Logs the choice (INFO); mixcclCommInspect "transport.<peer>" reports it.
+Result connectTransports(Comm* comm, const UniqueIdData& id, const MeshParams& mesh,
+                         std::vector<std::vector<Socket>>* conns, const Deadline& deadline,
+                         std::vector<std::unique_ptr<Connection>>* out) {
   ShmParams sp;
   sp.rank = comm->rank;
   sp.nranks = comm->nranks;
@@ -68,20 +72,31 @@ Result connectShm(Comm* comm, const UniqueIdData& id, const std::vector<std::vec
   const char* off = env().shmDisable ? "MIXCCL_SHM_DISABLE=1"
                     : comm->config.netExplicit && comm->config.netName == "socket"
                         ? "MIXCCL_NET=socket / config.netName" : nullptr;
-  MIXCCL_CHECK(setupShmLinks(sp, comm->peers, shmCandidates(sp, comm->peers), off == nullptr,
-                             conns, deadline, shm));
+  TransportRegistry registry;
+  registry.add(std::unique_ptr<Transport>(new ShmTransport(sp, off == nullptr)));
+  registry.add(std::unique_ptr<Transport>(new SocketTransport()));
+  TransportSetup setup;
+  setup.rank = comm->rank;
+  setup.nranks = comm->nranks;
+  setup.commHash = id.commHash;
+  setup.peers = &comm->peers;
+  setup.conns = conns;
+  setup.deadline = deadline;
+  setup.frameBytes = env().socketFrameBytes;
+  MIXCCL_CHECK(registry.connectAll(setup, out));
   for (int r = 0; r < comm->nranks; ++r) {
     if (r == comm->rank) continue;
-    const ShmLink* l = (*shm)[r].get();
-    if (l)
+    if (auto* shm = dynamic_cast<const ShmConnection*>((*out)[r].get())) {
       INFO(kLogInit | kLogNet, "rank %d: transport to %s: shm (ring %llu KiB, cross-memory attach %s)",
-           comm->rank, comm->peerName(r).c_str(), (unsigned long long)(l->out.capacity() >> 10),
-           l->cmaSend ? "on" : "off");
-    else
-      INFO(kLogInit | kLogNet, "rank %d: transport to %s: socket (%zu connection%s%s%s)", comm->rank,
-           comm->peerName(r).c_str(), conns[r].size(), conns[r].size() == 1 ? "" : "s",
-           comm->peers[r].hostHash == comm->peers[comm->rank].hostHash && off ? ", same host, " : "",
-           comm->peers[r].hostHash == comm->peers[comm->rank].hostHash && off ? off : "");
+           comm->rank, comm->peerName(r).c_str(),
+           (unsigned long long)(shm->link().out.capacity() >> 10), shm->link().cmaSend ? "on" : "off");
+      continue;
+    }
+    int n = connectionsTo(mesh, comm->peers, r);
+    bool sameHost = comm->peers[r].hostHash == comm->peers[comm->rank].hostHash;
+    INFO(kLogInit | kLogNet, "rank %d: transport to %s: %s (%d connection%s%s%s)", comm->rank,
+         comm->peerName(r).c_str(), (*out)[r]->transportName(), n, n == 1 ? "" : "s",
+         sameHost && off ? ", same host, " : "", sameHost && off ? off : "");
   }
   return mixcclSuccess;
 }
@@ -122,16 +137,18 @@ Result connectComm(Comm* comm, const UniqueIdData& id) {
   if (comm->initCancel.load())
     return raiseError(mixcclInvalidUsage, "rank %d: initialisation aborted", rank);
 
-  std::vector<std::unique_ptr<ShmLink>> shm;
-  MIXCCL_CHECK(connectShm(comm, id, conns, deadline, &shm));
+  std::vector<std::unique_ptr<Connection>> links;
+  MIXCCL_CHECK(connectTransports(comm, id, mesh, &conns, deadline, &links));
 
   ProxyParams pp;
   pp.rank = rank;
   pp.nranks = nranks;
-  pp.frameBytes = env().socketFrameBytes;
   pp.spinUs = env().spinUs;
   for (int r = 0; r < nranks; ++r) pp.peerNames.push_back(comm->peerName(r));
-  std::unique_ptr<Proxy> proxy(new Proxy(pp, std::move(conns), std::move(shm)));
+  std::vector<Socket> control(nranks);
+  for (int r = 0; r < nranks; ++r)
+    if (!conns[r].empty()) control[r] = std::move(conns[r][0]);
+  std::unique_ptr<Proxy> proxy(new Proxy(pp, comm->health, std::move(control), std::move(links)));
   MIXCCL_CHECK(proxy->start());
   comm->proxy = std::move(proxy);
   MIXCCL_CHECK(exchangeTopology(comm, iface.name));

@@ -8,9 +8,9 @@
 #include "algo/algorithms.h"
 #include "bootstrap/interfaces.h"
 #include "adaptors/adaptor_loader.h"
-#include "core/env.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "base/env.h"
+#include "base/error.h"
+#include "base/log.h"
 
 namespace mixccl {
 namespace {
@@ -29,6 +29,8 @@ std::shared_ptr<LocalTopology> localTopologyOnce(int rank) {
          topologyLastError().c_str());
     return nullptr;  // try again next time, rather than remember an empty host
   }
+  // Once per process, like the discovery: a host without RDMA is normal, so INFO, not WARN.
+  INFO(kLogInit | kLogNet, "rank %d: RDMA: %s", rank, local->rdmaStatus.c_str());
   cached = local;
   return cached;
 }

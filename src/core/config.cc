@@ -3,8 +3,8 @@
 #include <cstddef>
 
 #include "adaptors/adaptor_loader.h"
-#include "core/env.h"
-#include "core/error.h"
+#include "base/env.h"
+#include "base/error.h"
 
 namespace mixccl {
 
@@ -50,9 +50,15 @@ Result resolveConfig(const mixcclConfig_t* config, CommConfig* out) {
     }
 #undef MIXCCL_HAS
   }
-  if (c.netName != "socket")
-    return raiseError(mixcclInvalidArgument, "network transport '%s' is not available (have: socket)",
+  // "socket": sockets to every peer, also on this host; "shm": shared memory to peers on this
+  // host (that want it too), sockets to the rest, which is also what leaving it unset gives.
+  if (c.netName != "socket" && c.netName != "shm")
+    return raiseError(mixcclInvalidArgument,
+                      "network transport '%s' is not available (have: socket, shm)",
                       c.netName.c_str());
+  if (c.netName == "shm" && env().shmDisable)
+    return raiseError(mixcclInvalidArgument, "transport 'shm' was asked for (MIXCCL_NET or "
+                      "config.netName) but MIXCCL_SHM_DISABLE=1 turns shared memory off");
   // A named adaptor must load now (a clear error at init, never a silent fallback); an empty
   // name means detection at init (domain_comm.cc).
   if (!c.adaptor.empty()) {

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "core/result.h"
+#include "base/result.h"
 #include "mixccl.h"
 
 namespace mixccl {
@@ -14,7 +14,7 @@ struct CommConfig {
   int nsocksPerPeer = 0;  // 0: automatic per peer (1 on the same host, 2 across hosts)
   std::string netName = "socket";
   // netName was asked for (MIXCCL_NET or config.netName): "socket" then also carries the
-  // traffic of same-host peers instead of shared memory.
+  // traffic of same-host peers instead of shared memory; "shm" keeps shared memory for them.
   bool netExplicit = false;
   std::string commName;
   std::string adaptor;  // empty: detected at init (nccl with a usable GPU, else host)

@@ -6,9 +6,9 @@
 #include "algo/domain_coll.h"
 #include "algo/reduce.h"
 #include "core/comm.h"
-#include "core/env.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "base/env.h"
+#include "base/error.h"
+#include "base/log.h"
 
 namespace mixccl {
 
@@ -35,7 +35,7 @@ DomainComm::~DomainComm() {
   }
 }
 
-const mixcclAdaptor_v1_t& DomainComm::table() const { return *adaptor_.table; }
+const AdaptorTable& DomainComm::table() const { return *adaptor_.table; }
 
 HostDomainColl DomainComm::onMembers() const {
   return HostDomainColl(*comm_->proxy, initDeadline_, members_, index_, env().chunkBytes);
@@ -54,7 +54,7 @@ Result DomainComm::init(mixcclComm* comm, int device) {
   services_.ctx = this;
   services_.allGather = &DomainServices::allGather;
   services_.reduce = &DomainServices::reduceElems;
-  const mixcclAdaptor_v1_t& t = table();
+  const AdaptorTable& t = table();
   char id[MIXCCL_ADAPTOR_UNIQUE_ID_BYTES] = {};
   Result idResult = mixcclSuccess;
   if (index_ == 0 && (idResult = t.getUniqueId(id)) != mixcclSuccess)
@@ -98,9 +98,17 @@ Result setupDomains(mixcclComm* comm) {
        describeDomains(map).c_str(), comm->adaptor->name.c_str(), comm->adaptor->path.c_str());
   // Device memory in a mixed job is staged through host memory and moved by mixccl's own
   // transport (docs/adaptors.md), so only host-memory domains and pure device jobs need the
-  // native communicator.
-  bool device = comm->adaptor->table->memoryKind == MIXCCL_ADAPTOR_DEVICE_MEMORY;
-  if (comm->adaptor->builtin || (device && !map.single())) return mixcclSuccess;
+  // native communicator. An adaptor without a library (host, or a plugin that leaves it out)
+  // has its domain's collectives run by mixccl, which needs host memory.
+  const AdaptorTable& t = *comm->adaptor->table;
+  bool device = t.memoryKind == MIXCCL_ADAPTOR_DEVICE_MEMORY;
+  if (!t.hasNativeLibrary() && device && map.single())
+    return raiseError(mixcclInvalidUsage,
+                      "rank %d: the %s adaptor has no native library (its table leaves "
+                      "commInitRank NULL), so a job whose ranks all use it cannot run collectives "
+                      "on its device memory; run it next to ranks of other adaptors",
+                      comm->rank, comm->adaptor->name.c_str());
+  if (!t.hasNativeLibrary() || (device && !map.single())) return mixcclSuccess;
   std::unique_ptr<DomainComm> dc(
       new DomainComm(*comm->adaptor, mine.ranks, map.indexInDomain[comm->rank]));
   MIXCCL_CHECK(dc->init(comm, comm->device));

@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "algo/domain_coll.h"
-#include "core/clock.h"
-#include "core/domains.h"
-#include "core/result.h"
-#include "mixccl_adaptor.h"
+#include "base/clock.h"
+#include "topology/domains.h"
+#include "base/result.h"
+#include "adaptors/adaptor_table.h"
 
 struct mixcclComm;
 
@@ -30,7 +30,7 @@ class DomainComm {
   Result init(mixcclComm* comm, int device);
   void abort();  // any thread
 
-  const mixcclAdaptor_v1_t& table() const;
+  const AdaptorTable& table() const;
   void* native() const { return native_; }
   const std::vector<int>& members() const { return members_; }
   int index() const { return index_; }

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "core/comm_registry.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "base/error.h"
+#include "base/log.h"
 
 namespace mixccl {
 namespace {

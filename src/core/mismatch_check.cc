@@ -1,37 +1,22 @@
 #include "core/mismatch_check.h"
 
-#include <cstring>
-
 #include "algo/algorithms.h"
-#include "algo/reduce.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace mixccl {
 namespace {
 
 constexpr uint32_t kDescMagic = 0x4b434843;  // "CHCK"
 
-// Index = CollDesc::kind.
-const char* const kCollNames[] = {"mixcclAllReduce", "mixcclBroadcast",     "mixcclReduce",
-                                  "mixcclAllGather", "mixcclReduceScatter", "mixcclAlltoAll",
-                                  "mixcclGather",    "mixcclScatter"};
-constexpr int kNumColls = (int)(sizeof(kCollNames) / sizeof(kCollNames[0]));
-
-// A descriptor from the wire, in words; every field is range-checked before it indexes a
-// name table (entries come from other processes).
+// A descriptor from the wire, in words.
 std::string describe(const CollDescWire& d) {
-  std::string s = d.kind >= 0 && d.kind < kNumColls ? kCollNames[d.kind]
-                                                    : "an unknown collective " + std::to_string(d.kind);
-  s += " (count " + std::to_string(d.count) + ", datatype ";
-  s += isValidDataType(d.datatype) ? dataTypeName((mixcclDataType_t)d.datatype)
-                                   : std::to_string(d.datatype).c_str();
-  if (d.op >= 0) {
-    s += ", op ";
-    s += isValidRedOp(d.op) ? redOpName((mixcclRedOp_t)d.op) : std::to_string(d.op).c_str();
-  }
-  if (d.root >= 0) s += ", root " + std::to_string(d.root);
-  s += ")";
-  return s;
+  CollDesc desc;
+  desc.kind = d.kind;
+  desc.datatype = d.datatype;
+  desc.op = d.op;
+  desc.root = d.root;
+  desc.count = d.count;
+  return describeCollDesc(desc);
 }
 
 bool sameCall(const CollDescWire& a, const CollDescWire& b) {
@@ -40,17 +25,6 @@ bool sameCall(const CollDescWire& a, const CollDescWire& b) {
 }
 
 }  // namespace
-
-CollDesc makeCollDesc(const char* fn, size_t count, mixcclDataType_t type, int op, int root) {
-  CollDesc d;
-  for (int k = 0; k < kNumColls; ++k)
-    if (fn && strcmp(fn, kCollNames[k]) == 0) d.kind = k;
-  d.datatype = (int32_t)type;
-  d.op = op;
-  d.root = root;
-  d.count = count;
-  return d;
-}
 
 Result compareCollDescs(const char* fn, const std::vector<CollDescWire>& all,
                         std::string* message, uint32_t* nextSeq) {
@@ -83,8 +57,9 @@ Result compareCollDescs(const char* fn, const std::vector<CollDescWire>& all,
   return mixcclSuccess;
 }
 
-Result checkCollectiveMatches(CollContext& ctx, const char* fn, const CollDesc& mine,
-                              uint32_t* seq) {
+Result checkCollectiveMatches(CollContext& ctx, const CollCall& call, uint32_t* seq) {
+  const char* fn = call.spec().apiName;
+  const CollDesc mine = collDescOf(call);
   CollDescWire w{kDescMagic, mine.kind, mine.datatype, mine.op, mine.root, *seq, mine.count};
   std::vector<CollDescWire> all((size_t)ctx.nranks);
   static_assert(sizeof(CollDescWire) % sizeof(uint64_t) == 0, "gathered as 64-bit words");

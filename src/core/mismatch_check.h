@@ -13,25 +13,13 @@
 #include <string>
 #include <vector>
 
-#include "core/result.h"
+#include "base/result.h"
+#include "core/coll_call.h"
 #include "mixccl.h"
 
 namespace mixccl {
 
 struct CollContext;
-
-// What a collective call looks like to the other ranks.
-struct CollDesc {
-  int32_t kind = -1;     // CollKind, from the entry point's name
-  int32_t datatype = -1;
-  int32_t op = -1;       // -1: not a reduction
-  int32_t root = -1;     // -1: no root
-  uint64_t count = 0;    // the count argument of the call
-  bool valid() const { return kind >= 0; }
-};
-
-// The descriptor of a collective entry point ("mixcclAllReduce", ...); kind -1 if unknown.
-CollDesc makeCollDesc(const char* fn, size_t count, mixcclDataType_t type, int op, int root);
 
 // On the wire: 32 bytes per rank.
 struct CollDescWire {
@@ -54,7 +42,6 @@ Result compareCollDescs(const char* fn, const std::vector<CollDescWire>& all,
 
 // The check itself, collective over the communicator of ctx. *seq is the communicator's
 // collective counter: advanced on success, resynchronised on a mismatch.
-Result checkCollectiveMatches(CollContext& ctx, const char* fn, const CollDesc& mine,
-                              uint32_t* seq);
+Result checkCollectiveMatches(CollContext& ctx, const CollCall& mine, uint32_t* seq);
 
 }  // namespace mixccl

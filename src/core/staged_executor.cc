@@ -2,8 +2,8 @@
 
 #include <chrono>
 
-#include "core/error.h"
-#include "core/log.h"
+#include "base/error.h"
+#include "base/log.h"
 
 namespace mixccl {
 

@@ -15,14 +15,14 @@
 #include <string>
 #include <thread>
 
-#include "core/result.h"
-#include "mixccl_adaptor.h"
+#include "adaptors/adaptor_table.h"
+#include "base/result.h"
 
 namespace mixccl {
 
 struct StagedJob {
   std::function<Result()> run;  // the host-memory collective, on the executor thread
-  const mixcclAdaptor_v1_t* table = nullptr;
+  const AdaptorTable* table = nullptr;
   void* hostSend = nullptr;      // pinned staging buffers, freed once event has completed
   void* hostRecv = nullptr;
   void* event = nullptr;         // recorded after the copy back to the device

@@ -5,8 +5,9 @@
 
 #include "adaptors/adaptor_loader.h"
 #include "algo/domain_coll.h"
-#include "core/env.h"
-#include "core/error.h"
+#include "base/env.h"
+#include "base/error.h"
+#include "core/collective_dispatch.h"
 #include "core/mismatch_check.h"
 
 namespace mixccl {
@@ -40,7 +41,7 @@ Result nativeTransfers(Comm* comm, const std::vector<WorkItem*>& items) {
   bool any = false;
   for (WorkItem* w : items) any = any || w->kind != WorkItem::Kind::Collective;
   if (!any || !comm->domainComm) return mixcclSuccess;
-  const mixcclAdaptor_v1_t& t = comm->domainComm->table();
+  const AdaptorTable& t = comm->domainComm->table();
   void* nc = comm->domainComm->native();
   MIXCCL_CHECK(checkNative(t, "groupStart", t.groupStart()));
   mixcclResult_t r = mixcclSuccess;
@@ -58,7 +59,7 @@ Result nativeTransfers(Comm* comm, const std::vector<WorkItem*>& items) {
 
 Result executeOnComm(Comm* comm, const std::vector<WorkItem*>& items) {
   std::string why;
-  Result failed = comm->proxy->error(&why);
+  Result failed = comm->health.error(&why);
   if (failed != mixcclSuccess)
     return raiseError(failed, "rank %d: the communicator has failed earlier: %s", comm->rank,
                       why.c_str());
@@ -74,20 +75,20 @@ Result executeOnComm(Comm* comm, const std::vector<WorkItem*>& items) {
   Result first = mixcclSuccess;
   for (WorkItem* w : items) {
     if (w->kind != WorkItem::Kind::Collective) continue;
-    if (env().checkMismatch && w->desc.valid()) {
+    if (env().checkMismatch) {
       // Staged device collectives use the proxy from their own thread: let them finish.
       if (comm->staged) comm->staged->waitIdle();
       // Every rank reaches the same verdict, so a mismatch stops the group on all of them.
       Transfers check(*comm->proxy, deadline);
       CollContext checkCtx{comm->rank, comm->nranks, check, env().chunkBytes};
-      first = checkCollectiveMatches(checkCtx, w->name, w->desc, &comm->collSeq);
+      first = checkCollectiveMatches(checkCtx, w->call, &comm->collSeq);
       if (first != mixcclSuccess) break;
     } else {
       ++comm->collSeq;
     }
     Transfers t(*comm->proxy, deadline);
     CollContext ctx{comm->rank, comm->nranks, t, env().chunkBytes};
-    first = w->run(ctx);
+    first = runCollective(comm, ctx, w->call);
     if (first == mixcclSuccess) first = t.waitAll();
     if (first != mixcclSuccess) break;
   }

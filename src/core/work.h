@@ -1,14 +1,13 @@
 // One communication call as recorded for execution: a point-to-point send or receive, or a
-// collective (a closure over its arguments that runs an algorithm).
+// collective (its descriptor, run by runCollective).
 #pragma once
 
 #include <cstddef>
-#include <functional>
 #include <vector>
 
 #include "algo/algorithms.h"
 #include "core/comm.h"
-#include "core/mismatch_check.h"
+#include "core/coll_call.h"
 
 namespace mixccl {
 
@@ -24,8 +23,7 @@ struct WorkItem {
   size_t count = 0;
   mixcclDataType_t type = mixcclUint8;
   void* stream = nullptr;
-  std::function<Result(CollContext&)> run;
-  CollDesc desc;  // collectives: the call as MIXCCL_CHECK_MISMATCH compares it across ranks
+  CollCall call{};  // collectives: what runs, and what MIXCCL_CHECK_MISMATCH compares
 };
 
 // Executes the items of one communicator: all point-to-point items in flight together, the

@@ -1,7 +1,6 @@
 // Discovering the host with hwloc, plus what hwloc leaves out: virtual network interfaces and
-// their addresses (the kernel), and RDMA port states (/sys/class/infiniband).
+// their addresses (the kernel), and RDMA devices as libibverbs sees them (rdma_verbs.cc).
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <ifaddrs.h>
 #include <limits.h>
 #include <net/if.h>
@@ -17,43 +16,14 @@
 #include <vector>
 
 #include "bootstrap/peer_info.h"
+#include "topology/rdma_facts.h"
+#include "topology/rdma_verbs.h"
 #include "topology/topology_internal.h"
 
 namespace mixccl {
 namespace {
 
 thread_local std::string tlsTopoError;
-
-std::string readTrimmed(const std::string& path) {
-  FILE* f = fopen(path.c_str(), "r");
-  if (!f) return "";
-  char buf[256] = {0};
-  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-  fclose(f);
-  std::string s(buf, n);
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
-  return s;
-}
-
-std::vector<std::string> listDir(const std::string& path, bool* exists) {
-  std::vector<std::string> out;
-  DIR* d = opendir(path.c_str());
-  if (exists) *exists = d != nullptr;
-  if (!d) return out;
-  while (dirent* e = readdir(d)) {
-    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-    out.push_back(e->d_name);
-  }
-  closedir(d);
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-bool looksLikePciBusId(const std::string& s) {
-  unsigned dom, bus, dev, fn;
-  char tail;
-  return sscanf(s.c_str(), "%x:%x:%x.%x%c", &dom, &bus, &dev, &fn, &tail) == 4;
-}
 
 const char* info(hwloc_obj_t obj, const char* name) {
   const char* v = hwloc_obj_get_info_by_name(obj, name);
@@ -164,18 +134,22 @@ void collectOsDevices(hwloc_topology_t topo, LocalTopology* out) {
       nic.mac = info(o, "Address");
       out->nics.push_back(nic);
     } else if (o->attr->osdev.type == HWLOC_OBJ_OSDEV_OPENFABRICS) {
+      // Only the position and what hwloc recorded; on this system libibverbs replaces the
+      // record (placeRdmaDevices), from XML it is all there is.
       TopoRdmaDevice r;
       r.name = o->name;
       r.pciBusId = parentPciBusId(o);
+      r.onPciTree = !r.pciBusId.empty();
       r.numaNode = numaNodeOfIo(topo, o);
-      // hwloc records port states as "Port<N>State"; on this system sysfs replaces them.
+      r.nodeGuid = info(o, "NodeGUID");
+      // hwloc records port states as "Port<N>State", the number of enum ibv_port_state.
       for (int port = 1; port <= 8; port++) {
         std::string key = "Port" + std::to_string(port) + "State";
         const char* st = hwloc_obj_get_info_by_name(o, key.c_str());
         if (!st) continue;
         TopoRdmaPort p;
         p.port = port;
-        p.state = st;
+        p.state = rdmaPortStateName(atoi(st));
         r.ports.push_back(p);
       }
       out->rdma.push_back(r);
@@ -206,7 +180,7 @@ void mergeKernelInterfaces(LocalTopology* out) {
       if (known) continue;
       TopoNic nic;
       nic.name = name;
-      nic.mac = readTrimmed("/sys/class/net/" + name + "/address");
+      nic.mac = readSysfsText("/sys/class/net/" + name + "/address");
       // A physical interface that hwloc filtered out still has a PCI device in sysfs.
       char real[PATH_MAX];
       std::string link = "/sys/class/net/" + name + "/device";
@@ -238,59 +212,6 @@ void mergeKernelInterfaces(LocalTopology* out) {
     }
   }
   freeifaddrs(list);
-}
-
-// RDMA devices as the kernel lists them; hwloc's entries (PCI position, NUMA node) are kept and
-// completed with port states and the network interfaces of the same function.
-void mergeSysfsRdma(hwloc_topology_t topo, LocalTopology* out) {
-  const std::string root = "/sys/class/infiniband";
-  bool exists = false;
-  std::vector<std::string> devs = listDir(root, &exists);
-  if (!exists) {
-    out->rdma.clear();
-    out->rdmaStatus = "none: " + root + " does not exist (no RDMA driver loaded)";
-    return;
-  }
-  if (devs.empty()) {
-    out->rdma.clear();
-    out->rdmaStatus = "none: " + root + " is empty";
-    return;
-  }
-  std::vector<TopoRdmaDevice> merged;
-  for (const std::string& name : devs) {
-    TopoRdmaDevice r;
-    for (const TopoRdmaDevice& h : out->rdma)
-      if (h.name == name) r = h;
-    r.name = name;
-    r.ports.clear();
-    char real[PATH_MAX];
-    std::string link = root + "/" + name + "/device";
-    if (r.pciBusId.empty() && realpath(link.c_str(), real)) {
-      const char* base = strrchr(real, '/');
-      if (base && looksLikePciBusId(base + 1)) r.pciBusId = base + 1;
-    }
-    if (r.numaNode < 0 && !r.pciBusId.empty()) {
-      if (hwloc_obj_t o = findPciObject(topo, r.pciBusId)) r.numaNode = numaNodeOfIo(topo, o);
-    }
-    for (const std::string& port : listDir(root + "/" + name + "/ports", nullptr)) {
-      TopoRdmaPort p;
-      p.port = atoi(port.c_str());
-      std::string st = readTrimmed(root + "/" + name + "/ports/" + port + "/state");
-      // "4: ACTIVE" -> "ACTIVE"
-      size_t colon = st.find(':');
-      size_t text = colon == std::string::npos ? 0 : st.find_first_not_of(' ', colon + 1);
-      p.state = text == std::string::npos ? st : st.substr(text);
-      p.linkLayer = readTrimmed(root + "/" + name + "/ports/" + port + "/link_layer");
-      r.ports.push_back(p);
-    }
-    r.netDevices = listDir(root + "/" + name + "/device/net", nullptr);
-    for (const std::string& nd : r.netDevices)
-      for (TopoNic& nic : out->nics)
-        if (nic.name == nd) nic.rdmaDevice = name;
-    merged.push_back(r);
-  }
-  out->rdma = merged;
-  out->rdmaStatus = std::to_string(merged.size()) + " device(s) in " + root;
 }
 
 std::string versionString(unsigned v) {
@@ -338,15 +259,18 @@ Result build(const std::string* xml, LocalTopology* out) {
   t.handle = handle;
   if (t.thisSystem) {
     mergeKernelInterfaces(&t);
-    mergeSysfsRdma(topo, &t);
+    RdmaScan scan;
+    scanRdmaDevices(systemVerbsApi(), "/sys", &scan);
+    placeRdmaDevices(scan, &t);
     hwloc_bitmap_t set = hwloc_bitmap_alloc();
     if (set && hwloc_get_cpubind(topo, set, HWLOC_CPUBIND_THREAD) == 0)
       t.threadCpus = bitmapList(set);
     hwloc_bitmap_free(set);
     t.threadNumaNode = currentNumaNode(t);
   } else {
-    t.rdmaStatus = t.rdma.empty() ? "none in the XML topology"
-                                  : std::to_string(t.rdma.size()) + " device(s) in the XML topology";
+    t.rdmaStatus = t.rdma.empty() ? "no RDMA devices in the XML topology"
+                                  : std::to_string(t.rdma.size()) +
+                                        " RDMA device(s) in the XML topology (hwloc's record)";
   }
   *out = std::move(t);
   return mixcclSuccess;

@@ -1,10 +1,12 @@
 // Distances on the PCI tree, the choice of a rank's NIC, and binding a thread near a device.
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "topology/rdma_facts.h"
 #include "topology/topology_internal.h"
 
 namespace mixccl {
@@ -87,6 +89,28 @@ Result nearObject(const LocalTopology& local, const std::string& target, hwloc_o
   return mixcclSuccess;
 }
 
+// One candidate interface as the NIC choice sees it.
+struct NicRank {
+  int index = -1;                        // in the candidate list
+  PciDistance distance = PciDistance::kUnknown;
+  int hops = -1;
+  const TopoRdmaDevice* device = nullptr;
+  const TopoRdmaPort* port = nullptr;    // its active RDMA port, nullptr: a plain NIC
+};
+
+// The order of the NIC choice (docs/topology.md): the PCI distance class first, because
+// crossing a host bridge or the CPU interconnect costs more than any NIC difference; within one
+// class an active RDMA port beats a plain NIC (the transports can then bypass the kernel) and a
+// faster port a slower one; then fewer hops; then the socket layer's order.
+bool nicRankBefore(const NicRank& a, const NicRank& b) {
+  if (a.distance != b.distance) return a.distance < b.distance;
+  if ((a.port != nullptr) != (b.port != nullptr)) return a.port != nullptr;
+  double ga = a.port ? a.port->gbps : 0, gb = b.port ? b.port->gbps : 0;
+  if (ga != gb) return ga > gb;
+  if (a.hops != b.hops) return a.hops < b.hops;
+  return a.index < b.index;
+}
+
 }  // namespace
 
 const char* pciDistanceName(PciDistance d) {
@@ -142,33 +166,50 @@ Result chooseNic(const LocalTopology& local, const std::string& devicePciBusId,
   hwloc_obj_t dev = findPciObject(topo, devicePciBusId);
   if (!dev) return takeFallback("device " + devicePciBusId + " is not in the topology");
 
-  int bestIndex = -1, bestHops = 0;
-  PciDistance bestDist = PciDistance::kUnknown;
+  std::vector<NicRank> ranked;
   for (size_t i = 0; i < candidates.size(); i++) {
     const TopoNic* nic = findNic(local, candidates[i]);
     if (!nic || nic->pciBusId.empty()) continue;
     hwloc_obj_t o = findPciObject(topo, nic->pciBusId);
     if (!o) continue;
-    int hops = -1;
-    PciDistance d = distanceBetween(dev, o, &hops);
-    if (d == PciDistance::kUnknown) continue;
-    if (bestIndex < 0 || d < bestDist || (d == bestDist && hops < bestHops)) {
-      bestIndex = (int)i;
-      bestDist = d;
-      bestHops = hops;
-    }
+    NicRank r;
+    r.index = (int)i;
+    r.distance = distanceBetween(dev, o, &r.hops);
+    if (r.distance == PciDistance::kUnknown) continue;
+    r.port = activeRdmaPortOfNic(local, nic->name, &r.device);
+    ranked.push_back(r);
   }
-  if (bestIndex < 0) return takeFallback("no candidate interface has a PCI position");
-  const TopoNic* nic = findNic(local, candidates[bestIndex]);
+  if (ranked.empty()) return takeFallback("no candidate interface has a PCI position");
+  const NicRank* best = &ranked[0];
+  for (const NicRank& r : ranked)
+    if (nicRankBefore(r, *best)) best = &r;
+  // Name the plain NIC an RDMA port won against, so that the log explains a surprising pick.
+  const NicRank* plainTie = nullptr;
+  for (const NicRank& r : ranked)
+    if (best->port && !r.port && r.distance == best->distance &&
+        (!plainTie || r.index < plainTie->index))
+      plainTie = &r;
+  const TopoNic* nic = findNic(local, candidates[best->index]);
   NicChoice c;
   c.name = nic->name;
   c.pciBusId = nic->pciBusId;
   c.numaNode = nic->numaNode;
-  c.distance = bestDist;
-  c.hops = bestHops;
+  c.distance = best->distance;
+  c.hops = best->hops;
   c.byPciDistance = true;
-  c.reason = "nearest to device " + devicePciBusId + ": " + pciDistanceName(bestDist) + ", " +
-             std::to_string(bestHops) + " hops";
+  c.reason = "nearest to device " + devicePciBusId + ": " + pciDistanceName(best->distance) +
+             ", " + std::to_string(best->hops) + " hops";
+  if (best->port) {
+    c.rdmaDevice = best->device->name;
+    c.rdmaPort = best->port->port;
+    c.rdmaGbps = best->port->gbps;
+    char rate[32] = "rate unknown";
+    if (best->port->gbps > 0) snprintf(rate, sizeof(rate), "%g Gb/s", best->port->gbps);
+    c.reason += "; RDMA " + c.rdmaDevice + " port " + std::to_string(c.rdmaPort) + " active (" +
+                best->port->linkLayer + ", " + rate + ")";
+    if (plainTie)
+      c.reason += ", preferred to " + candidates[plainTie->index] + " at the same distance";
+  }
   *out = c;
   return mixcclSuccess;
 }

@@ -101,19 +101,31 @@ Json localJson(const LocalTopology& t) {
                          {"mac", textOrNull(n.mac)},
                          {"up", n.up},
                          {"addresses", n.addresses},
-                         {"rdmaDevice", textOrNull(n.rdmaDevice)}});
+                         {"rdmaDevice", textOrNull(n.rdmaDevice)},
+                         {"rdmaPort", n.rdmaPort > 0 ? Json(n.rdmaPort) : Json(nullptr)}});
   Json rdma;
   rdma["status"] = t.rdmaStatus;
   rdma["devices"] = Json::array();
   for (const TopoRdmaDevice& r : t.rdma) {
     Json ports = Json::array();
     for (const TopoRdmaPort& p : r.ports)
-      ports.push_back({{"port", p.port}, {"state", p.state}, {"linkLayer", textOrNull(p.linkLayer)}});
+      ports.push_back({{"port", p.port},
+                       {"state", textOrNull(p.state)},
+                       {"linkLayer", textOrNull(p.linkLayer)},
+                       {"speed", textOrNull(p.speed)},
+                       {"width", p.width > 0 ? Json(p.width) : Json(nullptr)},
+                       {"gbps", p.gbps > 0 ? Json(p.gbps) : Json(nullptr)},
+                       {"gid", textOrNull(p.gid)},
+                       {"netDevice", textOrNull(p.netDevice)},
+                       {"error", textOrNull(p.error)}});
     rdma["devices"].push_back({{"name", r.name},
+                               {"nodeGuid", textOrNull(r.nodeGuid)},
                                {"pciBusId", textOrNull(r.pciBusId)},
+                               {"onPciTree", r.onPciTree},
                                {"numaNode", numaOrNull(r.numaNode)},
                                {"ports", ports},
-                               {"netDevices", r.netDevices}});
+                               {"netDevices", r.netDevices},
+                               {"error", textOrNull(r.error)}});
   }
   j["rdma"] = rdma;
   j["accelerators"] = Json::array();
@@ -254,16 +266,31 @@ std::string localText(const LocalTopology& t) {
     appendf(&s, "  %-12s %-14s NUMA %-2s %-4s %s%s%s\n", n.name.c_str(),
             n.pciBusId.empty() ? "virtual" : n.pciBusId.c_str(), numaText(n.numaNode).c_str(),
             n.up ? "up" : (t.thisSystem ? "down" : ""), join(n.addresses, " ").c_str(),
-            n.rdmaDevice.empty() ? "" : " rdma ", n.rdmaDevice.c_str());
+            n.rdmaDevice.empty() ? "" : " rdma ",
+            n.rdmaDevice.empty()  ? ""
+            : n.rdmaPort > 0      ? (n.rdmaDevice + " port " + std::to_string(n.rdmaPort)).c_str()
+                                  : n.rdmaDevice.c_str());
   appendf(&s, "RDMA: %s\n", t.rdmaStatus.c_str());
   for (const TopoRdmaDevice& r : t.rdma) {
-    std::vector<std::string> ports;
-    for (const TopoRdmaPort& p : r.ports)
-      ports.push_back(std::to_string(p.port) + ":" + p.state +
-                      (p.linkLayer.empty() ? "" : "/" + p.linkLayer));
-    appendf(&s, "  %-12s %-14s NUMA %-2s ports %s net %s\n", r.name.c_str(),
-            orDash(r.pciBusId).c_str(), numaText(r.numaNode).c_str(),
-            orDash(join(ports, " ")).c_str(), orDash(join(r.netDevices, ",")).c_str());
+    appendf(&s, "  %-12s %-14s NUMA %-2s guid %s net %s%s%s\n", r.name.c_str(),
+            orDash(r.pciBusId).c_str(), numaText(r.numaNode).c_str(), orDash(r.nodeGuid).c_str(),
+            orDash(join(r.netDevices, ",")).c_str(), r.error.empty() ? "" : " error: ",
+            r.error.c_str());
+    for (const TopoRdmaPort& p : r.ports) {
+      if (!p.error.empty()) {
+        appendf(&s, "    port %d: error: %s\n", p.port, p.error.c_str());
+        continue;
+      }
+      std::string rate = "-";
+      if (p.gbps > 0) {
+        char buf[48];
+        snprintf(buf, sizeof(buf), "%dx %s %g Gb/s", p.width, p.speed.c_str(), p.gbps);
+        rate = buf;
+      }
+      appendf(&s, "    port %d: %-6s %-10s %-18s gid %s net %s\n", p.port, orDash(p.state).c_str(),
+              orDash(p.linkLayer).c_str(), rate.c_str(), orDash(p.gid).c_str(),
+              orDash(p.netDevice).c_str());
+    }
   }
   s += "Accelerators:";
   s += t.accelerators.empty() ? " none\n" : "\n";

@@ -1,8 +1,8 @@
 // The host topology (hwloc): what this host has, where the rank's device and NIC sit on the PCI
 // tree, and a fixed-size summary that every rank sends to all others at init.
 //
-// This layer depends only on hwloc, libc, bootstrap/peer_info (the host hash) and the header-only
-// nlohmann-json; it never logs and never touches communicator state, so tools can compile it on
+// This layer depends only on hwloc, libibverbs (RDMA devices), libc, bootstrap/peer_info (the
+// host hash) and the header-only nlohmann-json; it never logs and never touches communicator state, so tools can compile it on
 // its own (tools/topo builds it into a separate static library). A failing call returns a Result
 // and leaves a message for topologyLastError(); the caller decides whether and how to log it.
 #pragma once
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/result.h"
+#include "base/result.h"
 
 namespace mixccl {
 
@@ -65,20 +65,32 @@ struct TopoNic {
   std::vector<std::string> addresses;  // IPv4/IPv6 addresses (this system only)
   bool up = false;
   std::string rdmaDevice;        // the RDMA device this interface belongs to, if any
+  int rdmaPort = 0;              // its port behind this interface, 0: none or unknown
 };
 
+// An RDMA port as libibverbs reports it (rdma_facts.h holds the raw values and the decoding).
 struct TopoRdmaPort {
-  int port = 0;
-  std::string state;             // "ACTIVE", "DOWN", ... (sysfs text after "N: ")
-  std::string linkLayer;         // "InfiniBand", "Ethernet"
+  int port = 0;                  // 1-based
+  std::string state;             // "active", "down", "init", "armed", ... ("" unknown)
+  std::string linkLayer;         // "InfiniBand", "Ethernet" (RoCE); "" unknown
+  std::string speed;             // "HDR", ... ("" unknown)
+  int width = 0;                 // lanes (1, 2, 4, 8, 12), 0 unknown
+  double gbps = 0;               // width x lane rate, e.g. 4x HDR = 200; 0 unknown
+  std::string gid;               // GID index 0, "fe80:0000:..."; "" unknown
+  std::string netDevice;         // the network interface of this port, "" none or unknown
+  std::string error;             // why the port could not be queried ("" none)
+  bool active() const { return state == "active"; }
 };
 
 struct TopoRdmaDevice {
   std::string name;              // "mlx5_0"
+  std::string nodeGuid;          // "0002:c903:0010:2030", "" unknown
   std::string pciBusId;
+  bool onPciTree = false;        // pciBusId is a function of LocalTopology::pci
   int numaNode = -1;
   std::vector<TopoRdmaPort> ports;
   std::vector<std::string> netDevices;
+  std::string error;             // why the device could not be opened or queried ("" none)
 };
 
 struct TopoAccelerator {
@@ -105,7 +117,7 @@ struct LocalTopology {
   std::vector<TopoPciObject> pci;
   std::vector<TopoNic> nics;
   std::vector<TopoRdmaDevice> rdma;
-  std::string rdmaStatus;        // why the list is what it is, e.g. "none: no /sys/class/infiniband"
+  std::string rdmaStatus;        // why the list is what it is, e.g. "no RDMA devices (libibverbs found none)"
   std::vector<TopoAccelerator> accelerators;
   int threadNumaNode = -1;       // NUMA node of the calling thread at discovery, -1: unknown
   std::string threadCpus;        // CPUs the calling thread may run on, list form
@@ -113,7 +125,9 @@ struct LocalTopology {
 };
 
 // Discovers this host: packages, NUMA nodes, cores, the PCI tree, network interfaces (hwloc's
-// plus the kernel's virtual ones), RDMA devices from /sys/class/infiniband, accelerators.
+// plus the kernel's virtual ones), RDMA devices (libibverbs and sysfs), accelerators. A host
+// without RDMA (no device, no kernel support, no provider library) has an empty list and says
+// so in rdmaStatus; it is never a failure.
 Result discoverLocalTopology(LocalTopology* out);
 
 // The same from an hwloc XML document (tests, or a saved topology). Nothing of the running
@@ -142,12 +156,16 @@ struct NicChoice {
   PciDistance distance = PciDistance::kUnknown;
   int hops = -1;                 // tree edges between device and NIC, -1: unknown
   bool byPciDistance = false;    // false: the fallback (the socket layer's choice) was taken
+  std::string rdmaDevice;        // the active RDMA port behind the chosen NIC, if any
+  int rdmaPort = 0;
+  double rdmaGbps = 0;
   std::string reason;            // one readable line
 };
 
 // Picks, among candidates (interface names in the socket layer's order of preference), the one
-// nearest on the PCI tree to the device at devicePciBusId: smallest PciDistance, then fewest
-// hops, then earliest in candidates. Takes fallback (the socket layer's interface) when there is
+// nearest on the PCI tree to the device at devicePciBusId: smallest PciDistance; at the same
+// PciDistance a NIC with an active RDMA port beats one without, and a faster port a slower one;
+// then fewest hops, then earliest in candidates. Takes fallback (the socket layer's interface) when there is
 // no device bus id, the device is not in the topology, or no candidate has a PCI position; an
 // empty fallback means candidates[0]. Fails only when there is nothing at all to choose.
 Result chooseNic(const LocalTopology& local, const std::string& devicePciBusId,

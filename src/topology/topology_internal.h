@@ -4,6 +4,7 @@
 #include <hwloc.h>
 
 #include <string>
+#include <vector>
 
 #include "topology/topology.h"
 
@@ -31,5 +32,11 @@ int numaNodeOfIo(hwloc_topology_t topo, hwloc_obj_t io);
 
 // The list form of a bitmap ("0-3,8").
 std::string bitmapList(hwloc_const_bitmap_t set);
+
+// sysfs.cc: a one-line attribute file without its trailing newline ("" when unreadable); the
+// sorted entries of a directory (exists: whether it could be opened); "dddd:bb:dd.f".
+std::string readSysfsText(const std::string& path);
+std::vector<std::string> listSysfsDir(const std::string& path, bool* exists);
+bool looksLikePciBusId(const std::string& s);
 
 }  // namespace mixccl

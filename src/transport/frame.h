@@ -1,7 +1,8 @@
-// The wire format of the socket transport. A message (one send matched with one receive) is cut
-// into frames; each frame carries this header and is self-describing, so the frames of one
-// message may travel on different connections to the same peer. The receiver checks every
-// field against what it posted before it touches memory (see validateFrame).
+// The wire format of the stream transports (socket, shm) and of the control connection. A
+// message (one send matched with one receive) is cut into frames; each frame carries this
+// header and is self-describing, so the frames of one message may travel on different
+// connections to the same peer. The receiver checks every field against what it posted before
+// it touches memory (see validateFrame). Every flag of the wire is defined here.
 #pragma once
 
 #include <cstddef>
@@ -17,9 +18,22 @@ struct FrameHeader {
   uint64_t total;   // bytes of the whole message
   uint64_t offset;  // where this frame's bytes go in the message
   uint32_t length;  // bytes of payload after this header
-  uint32_t flags;   // reserved, 0
+  uint32_t flags;   // 0 for data, else exactly one of the flags below
 };
 static_assert(sizeof(FrameHeader) == 32, "FrameHeader is part of the wire format");
+
+// The last frame a rank sends on a stream (and on its control connection) when it leaves
+// cleanly, so that the end of the connection that follows is not mistaken for a crash.
+constexpr uint32_t kFrameFlagBye = 1u;
+// Control connection: a notice a failing rank sends before it cuts its connections; seq carries
+// the rank that failed (UINT32_MAX: the sender itself, e.g. after a timeout), so that ranks
+// hearing of the failure second-hand still name the rank that caused it.
+constexpr uint32_t kFrameFlagPeerFailed = 2u;
+// Control connection: "look at the pair's transport" (shared-memory rings), carries nothing.
+constexpr uint32_t kFrameFlagDoorbell = 4u;
+// Shared-memory ring: the payload is a CmaDescriptor of the whole message, to be read from the
+// sender's memory.
+constexpr uint32_t kFrameFlagCma = 8u;
 
 enum class FrameCheck { Ok, BadMagic, BadFlags, SizeMismatch, OutOfBounds, Overfull };
 

@@ -8,8 +8,8 @@
 #include <cstring>
 #include <string>
 
-#include "core/env.h"
-#include "core/log.h"
+#include "base/env.h"
+#include "base/log.h"
 
 namespace mixccl {
 namespace {

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <new>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace mixccl {
 

@@ -12,8 +12,8 @@
 #include <cstring>
 #include <random>
 
-#include "core/error.h"
-#include "core/log.h"
+#include "base/error.h"
+#include "base/log.h"
 
 namespace mixccl {
 

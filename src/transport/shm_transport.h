@@ -15,18 +15,12 @@
 
 #include "bootstrap/peer_info.h"
 #include "bootstrap/socket.h"
-#include "core/clock.h"
-#include "core/result.h"
+#include "base/clock.h"
+#include "base/result.h"
 #include "transport/frame.h"
 #include "transport/shm_ring.h"
 
 namespace mixccl {
-
-// Frame flags beyond the socket path's goodbye (1) and failure notice (2).
-// On the control connection of a shm pair: "look at the rings", carries nothing.
-constexpr uint32_t kFrameFlagDoorbell = 4u;
-// In a ring: the payload is a CmaDescriptor of the whole message, to be read from the sender.
-constexpr uint32_t kFrameFlagCma = 8u;
 
 struct CmaDescriptor {
   uint64_t addr;   // the message in the sender's address space

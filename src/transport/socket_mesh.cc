@@ -8,8 +8,8 @@
 #include <string>
 #include <thread>
 
-#include "core/error.h"
-#include "core/log.h"
+#include "base/error.h"
+#include "base/log.h"
 #include "transport/same_host_tuning.h"
 
 namespace mixccl {
@@ -36,6 +36,11 @@ int connectionsTo(const MeshParams& p, const std::vector<PeerInfo>& peers, int p
 
 namespace {
 
+// Every pair has its control connection (index 0) and then the data connections.
+int meshConnectionsTo(const MeshParams& p, const std::vector<PeerInfo>& peers, int peer) {
+  return 1 + connectionsTo(p, peers, peer);
+}
+
 // Checks one incoming connection: authentication, then a hello naming a rank above ours, a
 // socket index, and this communicator. Returns the rank and index it claims on success.
 bool admitConnection(const Socket& conn, const SocketAddress& from, const MeshParams& p,
@@ -48,7 +53,7 @@ bool admitConnection(const Socket& conn, const SocketAddress& from, const MeshPa
   ConnHello hello;
   if (recvAllBefore(conn, &hello, sizeof(hello), hs, what.c_str()) != mixcclSuccess) return false;
   if (hello.magic != kConnMagic || hello.commHash != p.commHash || hello.rank <= p.rank ||
-      hello.rank >= p.nranks || hello.nsocks != connectionsTo(p, peers, hello.rank) ||
+      hello.rank >= p.nranks || hello.nsocks != meshConnectionsTo(p, peers, hello.rank) ||
       hello.sockIndex < 0 || hello.sockIndex >= hello.nsocks) {
     raiseError(mixcclRemoteError, "rank %d: refused %s: unexpected hello (rank %d, socket %d)",
                p.rank, what.c_str(), hello.rank, hello.sockIndex);
@@ -67,7 +72,7 @@ Result acceptFromHigherRanks(const Socket& listener, const MeshParams& p,
                              const std::vector<PeerInfo>& peers, const Deadline& deadline,
                              std::vector<std::vector<Socket>>* conns) {
   int expected = 0;
-  for (int r = p.rank + 1; r < p.nranks; ++r) expected += connectionsTo(p, peers, r);
+  for (int r = p.rank + 1; r < p.nranks; ++r) expected += meshConnectionsTo(p, peers, r);
   std::mutex mu;
   int accepted = 0;
   std::set<int> handshaking;  // fds of connections whose handshake is running
@@ -129,7 +134,7 @@ Result connectToLowerRanks(const MeshParams& p, const std::vector<PeerInfo>& pee
     SocketAddress addr;
     MIXCCL_CHECK(fromWire(peers[peer].listenAddr, &addr));
     std::string what = describePeer(peers, peer) + " at " + addr.toString();
-    const int nsocks = connectionsTo(p, peers, peer);
+    const int nsocks = meshConnectionsTo(p, peers, peer);
     for (int i = 0; i < nsocks; ++i) {
       Socket conn;
       MIXCCL_CHECK(connectBefore(addr, deadline, &conn));
@@ -150,7 +155,7 @@ Result connectMesh(const Socket& listener, const MeshParams& params,
   conns->clear();
   conns->resize(params.nranks);
   for (int r = 0; r < params.nranks; ++r)
-    if (r != params.rank) (*conns)[r].resize(connectionsTo(params, peers, r));
+    if (r != params.rank) (*conns)[r].resize(meshConnectionsTo(params, peers, r));
   Result acceptResult = mixcclSuccess;
   std::string acceptError;
   std::thread acceptor([&] {

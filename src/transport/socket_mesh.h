@@ -1,5 +1,6 @@
-// Establishes the socket transport's connections: nsocks authenticated TCP connections between
-// every pair of ranks. Higher ranks connect to lower ones while a helper thread accepts.
+// Establishes the authenticated TCP connections between every pair of ranks: the pair's control
+// connection (index 0, the proxy's liveness channel) and the socket transport's data
+// connections after it. Higher ranks connect to lower ones while a helper thread accepts.
 #pragma once
 
 #include <cstdint>
@@ -8,8 +9,8 @@
 #include "bootstrap/auth.h"
 #include "bootstrap/peer_info.h"
 #include "bootstrap/socket.h"
-#include "core/clock.h"
-#include "core/result.h"
+#include "base/clock.h"
+#include "base/result.h"
 
 namespace mixccl {
 
@@ -21,10 +22,11 @@ struct MeshParams {
   Secret secret;
 };
 
-// How many connections this rank keeps to peer.
+// How many data connections this rank keeps to peer (the control connection comes on top).
 int connectionsTo(const MeshParams& p, const std::vector<PeerInfo>& peers, int peer);
 
-// conns[peer][i] is the i-th connection to peer (empty for peer == rank).
+// conns[peer][0] is the control connection to peer, conns[peer][1..] its data connections
+// (empty for peer == rank).
 Result connectMesh(const Socket& listener, const MeshParams& params,
                    const std::vector<PeerInfo>& peers, const Deadline& deadline,
                    std::vector<std::vector<Socket>>* conns);

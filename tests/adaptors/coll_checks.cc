@@ -75,15 +75,15 @@ double expected(mixcclRedOp_t op, int n, size_t i) {
 }
 
 struct Checker {
-  const mixcclAdaptor_v1_t* t;
+  const mixccl::AdaptorTable* t;
   void* comm;
   int rank, n;
-  int failures = 0;
-  int comparisons = 0;
+  bool expectWrongFirstElement;
+  CheckTally tally;
 
   void fail(const std::string& what) {
     std::fprintf(stderr, "rank %d: FAILED %s\n", rank, what.c_str());
-    ++failures;
+    ++tally.errors;
   }
   bool ok(mixcclResult_t rc, const std::string& what) {
     if (rc == mixcclSuccess) return true;
@@ -94,14 +94,13 @@ struct Checker {
   template <class Want>
   void compare(const std::string& what, const void* buf, size_t count, mixcclDataType_t type,
                Want want) {
-    ++comparisons;
-    // MIXCCL_TEST_CORRUPT=1: rank 1 expects a wrong first element, so the checker is seen to fail.
-    static const bool corrupt = std::getenv("MIXCCL_TEST_CORRUPT") != nullptr;
+    ++tally.comparisons;
     for (size_t i = 0; i < count; ++i) {
-      double got = get(buf, i, type), w = want(i) + ((corrupt && rank == 1 && i == 0) ? 1 : 0);
+      double got = get(buf, i, type), w = want(i) + ((expectWrongFirstElement && i == 0) ? 1 : 0);
       if (got != w) {
-        fail(what + ": element " + std::to_string(i) + " is " + std::to_string(got) +
-             ", expected " + std::to_string(w));
+        std::fprintf(stderr, "rank %d: FAILED %s: element %zu is %s, expected %s\n", rank,
+                     what.c_str(), i, std::to_string(got).c_str(), std::to_string(w).c_str());
+        ++tally.mismatches;
         return;
       }
     }
@@ -210,8 +209,9 @@ void servicesReduce(void* dst, const void* a, const void* b, size_t count, mixcc
   mixccl::reduce(dst, a, b, count, type, op);
 }
 
-int runCollectiveChecks(const mixcclAdaptor_v1_t* t, void* comm, int rank, int nranks) {
-  Checker c{t, comm, rank, nranks};
+CheckTally runCollectiveChecks(const mixccl::AdaptorTable* t, void* comm, int rank, int nranks,
+                               bool expectWrongFirstElement) {
+  Checker c{t, comm, rank, nranks, expectWrongFirstElement, {}};
   const mixcclRedOp_t ops[] = {mixcclSum, mixcclProd, mixcclMax, mixcclMin};
   const mixcclDataType_t exact[] = {mixcclFloat32, mixcclInt32, mixcclFloat16, mixcclBfloat16,
                                     mixcclInt8, mixcclUint64, mixcclFloat64};
@@ -230,11 +230,13 @@ int runCollectiveChecks(const mixcclAdaptor_v1_t* t, void* comm, int rank, int n
   c.ok(t->allReduce(dummy, dummy, 0, mixcclFloat32, mixcclSum, comm, nullptr), "allReduce count 0");
   c.ok(t->allGather(dummy, dummy, 0, mixcclFloat32, comm, nullptr), "allGather count 0");
   // Supported-ness as documented: avg is mixccl's, never the adaptor's.
-  if (!t->supports("allreduce", mixcclBfloat16, mixcclProd)) c.fail("supports(allreduce, bf16, prod) is 0");
-  if (t->supports("allreduce", mixcclFloat32, mixcclAvg)) c.fail("supports(allreduce, float, avg) is 1");
-  if (rank == 0)
-    std::printf("rank 0: %d result comparisons, %d failure(s)\n", c.comparisons, c.failures);
-  return c.failures;
+  using mixccl::CollKind;
+  if (!t->supports(CollKind::AllReduce, mixcclBfloat16, mixcclProd)) c.fail("supports(allreduce, bf16, prod) is 0");
+  if (t->supports(CollKind::AllReduce, mixcclFloat32, mixcclAvg)) c.fail("supports(allreduce, float, avg) is 1");
+  if (rank == 0 || expectWrongFirstElement)
+    std::printf("rank %d: %d result comparisons, %d mismatch(es), %d other failure(s)\n", rank,
+                c.tally.comparisons, c.tally.mismatches, c.tally.errors);
+  return c.tally;
 }
 
 }  // namespace adaptor_test

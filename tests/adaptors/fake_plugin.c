@@ -1,10 +1,17 @@
-/* A fake adaptor plugin for the loader tests, compiled once per FAKE_* variant:
+/* A fake version 2 adaptor plugin for the loader tests, compiled once per FAKE_* variant. By
+ * default it is a host-memory plugin with no native library that sets only init, lastError,
+ * getDeviceCount and getDevice: the loader must fill the rest of the runtime with its own.
  *   FAKE_NAME        the table's name (and the file's libmixccl-adaptor-<name>.so)
- *   FAKE_NULL_ENTRY  leaves allGather NULL
+ *   FAKE_TAG         what getDeviceCount reports, so a test can tell two copies apart
  *   FAKE_ABI         abiVersion to export (default MIXCCL_ADAPTOR_ABI_VERSION)
+ *   FAKE_SIZE        size to export (default sizeof(mixcclAdaptor_v2_t))
  *   FAKE_NO_SYMBOL   exports no table at all
  *   FAKE_INIT_FAILS  init() fails with "fake init failure"
- *   FAKE_TAG         what getDeviceCount reports, so a test can tell two copies apart
+ *   FAKE_NO_RUNTIME  leaves getDeviceCount and getDevice NULL too: no runtime entry at all
+ *   FAKE_NULL_LAST_ERROR        leaves lastError (required) NULL
+ *   FAKE_DEVICE_MEMORY          says device memory, with the runtime above (incomplete)
+ *   FAKE_HALF_LIBRARY           sets commInitRank but not the rest of the native library
+ *   FAKE_COLLECTIVE_NO_LIBRARY  sets allReduce without a native library
  * getDevice reports how many times init() ran (the loader must call it once). */
 #include <string.h>
 
@@ -12,6 +19,9 @@
 
 #ifndef FAKE_ABI
 #define FAKE_ABI MIXCCL_ADAPTOR_ABI_VERSION
+#endif
+#ifndef FAKE_SIZE
+#define FAKE_SIZE sizeof(mixcclAdaptor_v2_t)
 #endif
 #ifndef FAKE_TAG
 #define FAKE_TAG 1
@@ -33,24 +43,42 @@ MAYBE_UNUSED static mixcclResult_t init(void) {
 MAYBE_UNUSED static const char* lastError(void) { return lastErr; }
 MAYBE_UNUSED static mixcclResult_t getDeviceCount(int* c) { *c = FAKE_TAG; return mixcclSuccess; }
 MAYBE_UNUSED static mixcclResult_t getDevice(int* d) { *d = initCalls; return mixcclSuccess; }
-/* Every other entry: one stub per signature shape is enough for a table check. */
-MAYBE_UNUSED static mixcclResult_t stub(void) { return mixcclInternalError; }
-#define STUB(type) ((type)(void (*)(void))stub)
+MAYBE_UNUSED static mixcclResult_t commInitRank(void** c, int n, const void* id, int r, int d,
+                                                const mixcclAdaptorServices_t* s) {
+  (void)c; (void)n; (void)id; (void)r; (void)d; (void)s;
+  return mixcclInternalError;
+}
+MAYBE_UNUSED static mixcclResult_t allReduce(const void* s, void* r, size_t n, mixcclDataType_t t,
+                                             mixcclRedOp_t op, void* c, void* st) {
+  (void)s; (void)r; (void)n; (void)t; (void)op; (void)c; (void)st;
+  return mixcclInternalError;
+}
 
 #ifndef FAKE_NO_SYMBOL
-#define F(field) STUB(__typeof__(((mixcclAdaptor_v1_t*)0)->field))
-const mixcclAdaptor_v1_t mixcclAdaptor_v1 = {
-    FAKE_ABI, FAKE_NAME, MIXCCL_ADAPTOR_HOST_MEMORY, init, lastError, getDeviceCount,
-    F(setDevice), getDevice, F(getPciBusId), F(memAlloc), F(memFree), F(hostAlloc), F(hostFree),
-    F(memcpyAsync), F(streamCreate), F(streamDestroy), F(streamSynchronize), F(eventCreate),
-    F(eventDestroy), F(eventRecord), F(eventQuery), F(streamWaitEvent), F(launchHostFunc),
-    F(supports), F(getUniqueId), F(commInitRank), F(commDestroy), F(commAbort), F(allReduce),
-#ifdef FAKE_NULL_ENTRY
-    NULL,
+const mixcclAdaptor_v2_t mixcclAdaptor_v2 = {
+    .size = FAKE_SIZE,
+    .abiVersion = FAKE_ABI,
+    .name = FAKE_NAME,
+#ifdef FAKE_DEVICE_MEMORY
+    .memoryKind = MIXCCL_ADAPTOR_DEVICE_MEMORY,
 #else
-    F(allGather),
+    .memoryKind = MIXCCL_ADAPTOR_HOST_MEMORY,
 #endif
-    F(reduceScatter), F(broadcast), F(reduce), F(send), F(recv), F(groupStart), F(groupEnd)};
+    .init = init,
+#ifndef FAKE_NULL_LAST_ERROR
+    .lastError = lastError,
+#endif
+#ifndef FAKE_NO_RUNTIME
+    .getDeviceCount = getDeviceCount,
+    .getDevice = getDevice,
+#endif
+#ifdef FAKE_HALF_LIBRARY
+    .commInitRank = commInitRank,
+#endif
+#ifdef FAKE_COLLECTIVE_NO_LIBRARY
+    .allReduce = allReduce,
+#endif
+};
 #else
 const int notTheTable = 1;
 #endif

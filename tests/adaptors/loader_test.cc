@@ -1,7 +1,9 @@
 // The adaptor loader against fake plugins built by tests/adaptors/CMakeLists.txt:
 //   FAKE_DIR_B: fakeok (getDeviceCount 2)
-//   FAKE_DIR_A: fakeok (getDeviceCount 1), fakeonlya, fakenull, fakeabi, fakenosym, fakeinit,
-//               fakemismatch (file name fakemismatch, table name "other")
+//   FAKE_DIR_A: fakeok (getDeviceCount 1), fakeonlya, fakeabi, fakenosym, fakeinit,
+//               fakemismatch (file name fakemismatch, table name "other"), fakenoruntime,
+//               fakesmall, fakenolasterror, fakedevruntime, fakehalflib, fakecollnolib
+//               (version 2, fake_plugin.c), fakevone, fakevonenull (version 1)
 // with MIXCCL_PLUGIN_PATH=FAKE_DIR_B:FAKE_DIR_A set by ctest (env is read once per process).
 #include <gtest/gtest.h>
 
@@ -11,11 +13,14 @@
 #include <vector>
 
 #include "adaptors/adaptor_loader.h"
-#include "core/error.h"
+#include "adaptors/table_v2.h"
+#include "base/error.h"
 
 namespace {
 
 using mixccl::Adaptor;
+using mixccl::AdaptorTable;
+using mixccl::CollKind;
 using mixccl::loadAdaptor;
 
 std::string failLoad(const std::string& name, mixcclResult_t expected) {
@@ -32,6 +37,25 @@ std::string fakeFile(const char* dir, const std::string& name) {
   return std::string(dir) + "/libmixccl-adaptor-" + name + ".so";
 }
 
+// The whole message of a refused fake plugin of FAKE_DIR_A: "adaptor '<name>': <file>: <why>".
+std::string refusal(const std::string& name, const std::string& why) {
+  return "adaptor '" + name + "': " + fakeFile(FAKE_DIR_A, name) + ": " + why;
+}
+
+// The runtime of t is the host runtime, entry for entry (host_runtime.h), or none of it is.
+bool runtimeIsHosts(const AdaptorTable* t) {
+  const AdaptorTable* h = mixccl::hostAdaptorTable();
+  return t->getDeviceCount == h->getDeviceCount && t->setDevice == h->setDevice &&
+         t->getDevice == h->getDevice && t->getPciBusId == h->getPciBusId &&
+         t->memAlloc == h->memAlloc && t->memFree == h->memFree && t->hostAlloc == h->hostAlloc &&
+         t->hostFree == h->hostFree && t->memcpyAsync == h->memcpyAsync &&
+         t->streamCreate == h->streamCreate && t->streamDestroy == h->streamDestroy &&
+         t->streamSynchronize == h->streamSynchronize && t->eventCreate == h->eventCreate &&
+         t->eventDestroy == h->eventDestroy && t->eventRecord == h->eventRecord &&
+         t->eventQuery == h->eventQuery && t->streamWaitEvent == h->streamWaitEvent &&
+         t->launchHostFunc == h->launchHostFunc;
+}
+
 TEST(AdaptorLoader, HostIsBuiltIn) {
   const Adaptor* a = nullptr;
   ASSERT_EQ(loadAdaptor("host", &a), mixcclSuccess);
@@ -39,13 +63,15 @@ TEST(AdaptorLoader, HostIsBuiltIn) {
   EXPECT_EQ(a->name, "host");
   EXPECT_EQ(a->path, "built-in");
   EXPECT_EQ(a->table->memoryKind, MIXCCL_ADAPTOR_HOST_MEMORY);
+  EXPECT_EQ(a->table->abiVersion, MIXCCL_ADAPTOR_ABI_VERSION);
+  EXPECT_FALSE(a->table->hasNativeLibrary());
   EXPECT_EQ(a->table->allReduce, nullptr);
   EXPECT_EQ(a->table->commInitRank, nullptr);
   const Adaptor* again = nullptr;
   ASSERT_EQ(loadAdaptor("host", &again), mixcclSuccess);
   EXPECT_EQ(again, a);
   // Its runtime: memory, copies, and work that is complete at once.
-  const mixcclAdaptor_v1_t* t = a->table;
+  const AdaptorTable* t = a->table;
   void* p = nullptr;
   ASSERT_EQ(t->memAlloc(&p, 16), mixcclSuccess);
   ASSERT_EQ(t->memcpyAsync(p, "0123456789abcde", 16, mixcclCopyHostToHost, nullptr), mixcclSuccess);
@@ -62,7 +88,9 @@ TEST(AdaptorLoader, HostIsBuiltIn) {
   EXPECT_EQ(t->eventQuery(ev, &done), mixcclSuccess);
   EXPECT_EQ(done, 1);
   EXPECT_EQ(t->setDevice(3), mixcclInvalidArgument);
-  EXPECT_NE(std::string(t->lastError()).find("device 3"), std::string::npos);
+  EXPECT_STREQ(t->lastError(), "host runtime: device 3 does not exist (only 0)");
+  EXPECT_EQ(t->setDevice(0), mixcclSuccess);
+  EXPECT_STREQ(t->lastError(), "");
 }
 
 TEST(AdaptorLoader, FirstFolderOfPluginPathWins) {
@@ -104,22 +132,109 @@ TEST(AdaptorLoader, NotFoundNamesEveryFileTried) {
   expectHas(msg, fakeFile(MIXCCL_TEST_LIBDIR, "nosuchadaptor"));
 }
 
-TEST(AdaptorLoader, NullEntryIsRejected) {
-  std::string msg = failLoad("fakenull", mixcclInvalidArgument);
-  expectHas(msg, fakeFile(FAKE_DIR_A, "fakenull"));
-  expectHas(msg, "field 'allGather' is NULL");
+TEST(AdaptorLoader, NullRequiredEntryIsRejected) {
+  EXPECT_EQ(failLoad("fakenolasterror", mixcclInvalidArgument),
+            refusal("fakenolasterror", "field 'lastError' is NULL"));
 }
 
 TEST(AdaptorLoader, WrongAbiVersionIsRejected) {
-  std::string msg = failLoad("fakeabi", mixcclInvalidArgument);
-  expectHas(msg, fakeFile(FAKE_DIR_A, "fakeabi"));
-  expectHas(msg, "abiVersion 7, this mixccl needs 1");
+  EXPECT_EQ(failLoad("fakeabi", mixcclInvalidArgument),
+            refusal("fakeabi", "abiVersion 7, this mixccl needs 2"));
+}
+
+TEST(AdaptorLoader, TableSmallerThanVersion2IsRejected) {
+  EXPECT_EQ(failLoad("fakesmall", mixcclInvalidArgument),
+            refusal("fakesmall", "size 16 is smaller than a version 2 table (" +
+                                     std::to_string(sizeof(mixcclAdaptor_v2_t)) +
+                                     " bytes): not built against mixccl_adaptor.h version 2"));
+}
+
+TEST(AdaptorLoader, DeviceMemoryNeedsItsWholeRuntime) {
+  // fakedevruntime sets getDeviceCount and getDevice only: setDevice is the first one missing.
+  EXPECT_EQ(failLoad("fakedevruntime", mixcclInvalidArgument),
+            refusal("fakedevruntime", "field 'setDevice' is NULL (an adaptor of device memory "
+                                      "sets its whole device runtime)"));
+}
+
+TEST(AdaptorLoader, NativeLibraryIsAllOrNothing) {
+  EXPECT_EQ(failLoad("fakehalflib", mixcclInvalidArgument),
+            refusal("fakehalflib", "field 'supports' is NULL but 'commInitRank' is set (the "
+                                   "native library entries supports, getUniqueId, commInitRank, "
+                                   "commDestroy and commAbort are set together)"));
+  EXPECT_EQ(failLoad("fakecollnolib", mixcclInvalidArgument),
+            refusal("fakecollnolib", "field 'allReduce' is set but the native library entries "
+                                     "(supports, getUniqueId, commInitRank, commDestroy, "
+                                     "commAbort) are NULL"));
 }
 
 TEST(AdaptorLoader, MissingSymbolIsRejected) {
   std::string msg = failLoad("fakenosym", mixcclInvalidArgument);
   expectHas(msg, fakeFile(FAKE_DIR_A, "fakenosym"));
-  expectHas(msg, "dlsym(mixcclAdaptor_v1): ");
+  expectHas(msg, "dlsym(mixcclAdaptor_v2): ");
+  expectHas(msg, "undefined symbol: mixcclAdaptor_v2");
+  expectHas(msg, "; no mixcclAdaptor_v1 (ABI version 1) either");
+}
+
+// A host-memory plugin that sets no runtime entry at all runs on mixccl's host runtime.
+TEST(AdaptorLoader, HostMemoryPluginWithoutRuntimeGetsTheHostRuntime) {
+  const Adaptor* a = nullptr;
+  ASSERT_EQ(loadAdaptor("fakenoruntime", &a), mixcclSuccess) << mixccl::threadLastError();
+  const AdaptorTable* t = a->table;
+  EXPECT_TRUE(t->hostRuntimeFilled);
+  EXPECT_TRUE(runtimeIsHosts(t));
+  EXPECT_FALSE(t->hasNativeLibrary());
+  EXPECT_FALSE(t->hasPointToPoint());
+  int count = 0;
+  ASSERT_EQ(t->getDeviceCount(&count), mixcclSuccess);
+  EXPECT_EQ(count, 1);
+  void* p = nullptr;
+  ASSERT_EQ(t->hostAlloc(&p, 8), mixcclSuccess);
+  ASSERT_EQ(t->memcpyAsync(p, "1234567", 8, mixcclCopyHostToHost, nullptr), mixcclSuccess);
+  EXPECT_STREQ(static_cast<char*>(p), "1234567");
+  EXPECT_EQ(t->hostFree(p), mixcclSuccess);
+  // A failure of the filled-in runtime is reported as the runtime's, not as the plugin's.
+  EXPECT_EQ(t->setDevice(2), mixcclInvalidArgument);
+  EXPECT_STREQ(t->lastError(), "host runtime: device 2 does not exist (only 0)");
+  EXPECT_EQ(t->getDevice(&count), mixcclSuccess);
+  EXPECT_STREQ(t->lastError(), "");
+}
+
+// Entries a host-memory plugin sets stay its own; only the NULL ones are filled.
+TEST(AdaptorLoader, HostRuntimeFillsOnlyTheEntriesLeftNull) {
+  const Adaptor* a = nullptr;
+  ASSERT_EQ(loadAdaptor("fakeonlya", &a), mixcclSuccess) << mixccl::threadLastError();
+  const AdaptorTable* h = mixccl::hostAdaptorTable();
+  EXPECT_NE(a->table->getDeviceCount, h->getDeviceCount);
+  EXPECT_NE(a->table->getDevice, h->getDevice);
+  EXPECT_EQ(a->table->setDevice, h->setDevice);
+  EXPECT_EQ(a->table->launchHostFunc, h->launchHostFunc);
+}
+
+TEST(AdaptorLoader, Version1PluginStillLoads) {
+  const Adaptor* a = nullptr;
+  ASSERT_EQ(loadAdaptor("fakevone", &a), mixcclSuccess) << mixccl::threadLastError();
+  const AdaptorTable* t = a->table;
+  EXPECT_EQ(t->abiVersion, 1);
+  EXPECT_FALSE(t->hostRuntimeFilled);
+  int count = 0;
+  ASSERT_EQ(t->getDeviceCount(&count), mixcclSuccess);
+  EXPECT_EQ(count, 11);  // the plugin's own runtime
+  EXPECT_TRUE(t->hasNativeLibrary());
+  EXPECT_TRUE(t->hasPointToPoint());
+  // Version 1 had no AlltoAll/Gather/Scatter entries: mixccl composes them.
+  EXPECT_EQ(t->alltoAll, nullptr);
+  EXPECT_EQ(t->gather, nullptr);
+  EXPECT_EQ(t->scatter, nullptr);
+  EXPECT_FALSE(t->hasNative(CollKind::AlltoAll));
+  // Its supports() takes names: "allreduce" is the one it says yes to.
+  EXPECT_TRUE(t->supports(CollKind::AllReduce, mixcclFloat32, mixcclSum));
+  EXPECT_FALSE(t->supports(CollKind::AllGather, mixcclFloat32, mixcclSum));
+  EXPECT_FALSE(t->supports(CollKind::AlltoAll, mixcclFloat32, mixcclSum));
+}
+
+TEST(AdaptorLoader, Version1NullEntryIsRejected) {
+  EXPECT_EQ(failLoad("fakevonenull", mixcclInvalidArgument),
+            refusal("fakevonenull", "field 'allGather' is NULL"));
 }
 
 TEST(AdaptorLoader, NameMismatchIsRejected) {
@@ -154,19 +269,57 @@ TEST(AdaptorLoader, ConcurrentLoadsGiveOneObject) {
 }
 
 TEST(AdaptorTableCheck, ReportsEachProblem) {
-  const mixcclAdaptor_v1_t* host = mixccl::hostAdaptorTable();
-  // The host table has NULL collectives: the plugin check must say so (it applies to plugins).
-  EXPECT_EQ(mixccl::checkAdaptorTable(host, "host"), "field 'supports' is NULL");
-  mixcclAdaptor_v1_t t = *host;
-  EXPECT_EQ(mixccl::checkAdaptorTable(nullptr, "x"), "the adaptor table is NULL");
-  t.abiVersion = 2;
-  EXPECT_EQ(mixccl::checkAdaptorTable(&t, "host"), "abiVersion 2, this mixccl needs 1");
-  t.abiVersion = MIXCCL_ADAPTOR_ABI_VERSION;
+  mixcclAdaptor_v2_t v;
+  std::memset(&v, 0, sizeof v);
+  v.size = sizeof v;
+  v.abiVersion = MIXCCL_ADAPTOR_ABI_VERSION;
+  v.name = "x";
+  v.memoryKind = MIXCCL_ADAPTOR_HOST_MEMORY;
+  v.init = [] { return mixcclSuccess; };
+  v.lastError = [] { return ""; };
+  AdaptorTable out;
+  out.name = "untouched";
+  EXPECT_EQ(mixccl::adaptorTableFromV2(nullptr, "x", &out), "the adaptor table is NULL");
+  mixcclAdaptor_v2_t t = v;
+  t.abiVersion = 3;
+  EXPECT_EQ(mixccl::adaptorTableFromV2(&t, "x", &out), "abiVersion 3, this mixccl needs 2");
+  t = v;
   t.name = nullptr;
-  EXPECT_EQ(mixccl::checkAdaptorTable(&t, "host"), "field 'name' is NULL");
-  t.name = "host";
+  EXPECT_EQ(mixccl::adaptorTableFromV2(&t, "x", &out), "field 'name' is NULL");
+  t = v;
   t.memoryKind = 5;
-  EXPECT_NE(mixccl::checkAdaptorTable(&t, "host").find("memoryKind 5"), std::string::npos);
+  EXPECT_EQ(mixccl::adaptorTableFromV2(&t, "x", &out), "memoryKind 5 is not 0 (host) or 1 (device)");
+  t = v;
+  t.init = nullptr;
+  EXPECT_EQ(mixccl::adaptorTableFromV2(&t, "x", &out), "field 'init' is NULL");
+  t = v;
+  t.send = [](const void*, size_t, mixcclDataType_t, int, void*, void*) { return mixcclSuccess; };
+  EXPECT_EQ(mixccl::adaptorTableFromV2(&t, "x", &out),
+            "field 'recv' is NULL but 'send' is set (send, recv, groupStart and groupEnd "
+            "are set together)");
+  EXPECT_STREQ(out.name, "untouched");  // refused tables are never copied
+  EXPECT_EQ(mixccl::adaptorTableFromV2(&v, "x", &out), "");
+  EXPECT_STREQ(out.name, "x");
+}
+
+// A plugin built against a later header (entries appended) has a larger table: it loads, and
+// the entries this mixccl does not know are ignored.
+TEST(AdaptorTableCheck, LargerTableOfALaterHeaderIsAccepted) {
+  struct Later {
+    mixcclAdaptor_v2_t v2;
+    void* laterEntries[4];
+  } later;
+  std::memset(&later, 0xff, sizeof later);  // the unknown entries are garbage
+  std::memset(&later.v2, 0, sizeof later.v2);
+  later.v2.size = sizeof later;
+  later.v2.abiVersion = MIXCCL_ADAPTOR_ABI_VERSION;
+  later.v2.name = "later";
+  later.v2.memoryKind = MIXCCL_ADAPTOR_HOST_MEMORY;
+  later.v2.init = [] { return mixcclSuccess; };
+  later.v2.lastError = [] { return ""; };
+  AdaptorTable out;
+  EXPECT_EQ(mixccl::adaptorTableFromV2(&later.v2, "later", &out), "");
+  EXPECT_TRUE(runtimeIsHosts(&out));
 }
 
 TEST(AdaptorDetection, HostWithoutAUsableNcclPlugin) {

@@ -10,7 +10,7 @@
 
 #include "adaptors/adaptor_loader.h"
 #include "coll_checks.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace {
 
@@ -25,7 +25,7 @@ mixcclResult_t worldAllGather(void* ctx, const void* mine, void* all, size_t byt
   return rc == MPI_SUCCESS ? mixcclSuccess : mixcclSystemError;
 }
 
-int runOn(const mixcclAdaptor_v1_t* t, MPI_Comm members, const char* label) {
+int runOn(const mixccl::AdaptorTable* t, MPI_Comm members, const char* label) {
   int rank = 0, n = 0;
   MPI_Comm_rank(members, &rank);
   MPI_Comm_size(members, &n);
@@ -38,7 +38,7 @@ int runOn(const mixcclAdaptor_v1_t* t, MPI_Comm members, const char* label) {
     std::fprintf(stderr, "%s rank %d: commInitRank: %s\n", label, rank, t->lastError());
     return 1;
   }
-  int failures = adaptor_test::runCollectiveChecks(t, comm, rank, n);
+  int failures = adaptor_test::runCollectiveChecks(t, comm, rank, n).failures();
   if (t->commDestroy(comm) != mixcclSuccess) ++failures;
   if (failures) std::fprintf(stderr, "%s rank %d: %d failure(s)\n", label, rank, failures);
   return failures;

@@ -10,7 +10,8 @@
 #include <vector>
 
 #include "adaptors/adaptor_loader.h"
-#include "core/error.h"
+#include "adaptors/table_v2.h"
+#include "base/error.h"
 
 #ifndef NCCL_PLUGIN_FILE
 #error "NCCL_PLUGIN_FILE (path of libmixccl-adaptor-nccl.so) must be defined"
@@ -21,10 +22,10 @@ namespace {
 // A GPU driver node is what makes a CUDA device usable at all.
 bool machineHasGpu() { return access("/dev/nvidiactl", F_OK) == 0; }
 
-const mixcclAdaptor_v1_t* openTable() {
+const mixcclAdaptor_v2_t* openTable() {
   void* h = dlopen(NCCL_PLUGIN_FILE, RTLD_NOW | RTLD_LOCAL);
   if (h == nullptr) return nullptr;
-  return static_cast<const mixcclAdaptor_v1_t*>(dlsym(h, MIXCCL_ADAPTOR_SYMBOL));
+  return static_cast<const mixcclAdaptor_v2_t*>(dlsym(h, MIXCCL_ADAPTOR_SYMBOL));
 }
 
 mixcclResult_t singleAllGather(void*, const void* mine, void* all, size_t bytes) {
@@ -35,10 +36,19 @@ mixcclResult_t singleAllGather(void*, const void* mine, void* all, size_t bytes)
 }  // namespace
 
 TEST(NcclAdaptor, TableIsValid) {
-  const mixcclAdaptor_v1_t* t = openTable();
+  const mixcclAdaptor_v2_t* t = openTable();
   ASSERT_NE(t, nullptr) << dlerror();
-  EXPECT_EQ(mixccl::checkAdaptorTable(t, "nccl"), "");
+  mixccl::AdaptorTable converted;
+  EXPECT_EQ(mixccl::adaptorTableFromV2(t, "nccl", &converted), "");
+  EXPECT_EQ(t->size, sizeof(mixcclAdaptor_v2_t));
   EXPECT_EQ(t->memoryKind, MIXCCL_ADAPTOR_DEVICE_MEMORY);
+  // Its own runtime, library, NCCL's five collectives and send/recv; AlltoAll, Gather and
+  // Scatter are left to mixccl (composed from send/recv).
+  EXPECT_FALSE(converted.hostRuntimeFilled);
+  EXPECT_TRUE(converted.hasNativeLibrary());
+  EXPECT_TRUE(converted.hasPointToPoint());
+  EXPECT_NE(converted.reduceScatter, nullptr);
+  EXPECT_EQ(converted.alltoAll, nullptr);
 }
 
 TEST(NcclAdaptor, InitFailsClearlyWithoutGpu) {
@@ -63,7 +73,7 @@ TEST(NcclAdaptor, OneRankAllReduceOnGpu) {
   if (!machineHasGpu()) GTEST_SKIP() << "no GPU on this machine";
   const mixccl::Adaptor* a = nullptr;
   ASSERT_EQ(mixccl::loadAdaptor("nccl", &a), mixcclSuccess) << mixccl::threadLastError();
-  const mixcclAdaptor_v1_t* t = a->table;
+  const mixccl::AdaptorTable* t = a->table;
   EXPECT_EQ(mixccl::detectAdaptorName(), "nccl");
   int count = 0;
   ASSERT_EQ(t->getDeviceCount(&count), mixcclSuccess) << t->lastError();

@@ -6,6 +6,7 @@
 // from one thread with non-blocking init, then driven by one thread each.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -16,11 +17,14 @@
 #include <thread>
 #include <vector>
 
-#include "core/clock.h"
-#include "core/error.h"
+#include "base/clock.h"
+#include "base/error.h"
 #include "mixccl.h"
+#include "bootstrap/peer_info.h"
 #include "proxy/proxy.h"
 #include "transport/frame.h"
+#include "transport/shm_connection.h"
+#include "transport/socket_connection.h"
 
 namespace {
 
@@ -36,55 +40,122 @@ double fault_now() {
   return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
 }
 
-// The bye flag of the wire (src/proxy/proxy.cc): the last frame of a rank that leaves cleanly.
-constexpr uint32_t kByeFlag = 1;
-
-struct Pair {
-  std::unique_ptr<Proxy> p0, p1;
-};
-
-ProxyParams params(int rank, size_t frameBytes) {
+ProxyParams params(int rank) {
   ProxyParams p;
   p.rank = rank;
   p.nranks = 2;
-  p.frameBytes = frameBytes;
   p.spinUs = 20;
   p.peerNames = {"rank 0 (test)", "rank 1 (test)"};
   return p;
 }
 
-// Two proxies, ranks 0 and 1, joined by nsocks socket pairs.
-Pair makePair(int nsocks, size_t frameBytes) {
-  std::vector<std::vector<Socket>> c0(2), c1(2);
-  for (int i = 0; i < nsocks; ++i) {
-    int sv[2];
-    EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-    c0[1].emplace_back(sv[0]);
-    c1[0].emplace_back(sv[1]);
+void connectedPair(Socket* a, Socket* b) {
+  int sv[2];
+  EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  *a = Socket(sv[0]);
+  *b = Socket(sv[1]);
+}
+
+// Two proxies, ranks 0 and 1 of one communicator, each with its own Health, joined by a
+// control connection and a connection of the named transport.
+struct Pair {
+  Health h0, h1;
+  std::unique_ptr<Proxy> p0, p1;
+};
+
+// The transports a pair can be made of; every parameterised test runs over each. A new
+// transport joins by adding its name here and a case in makeConnections.
+const char* const kTransports[] = {"socket", "shm"};
+
+// conns[r][0] (control) and [1..] (data) for the two ranks, then the transport's connect on
+// both sides at once (shm's handshake is collective over the pair).
+void makeConnections(const std::string& transport, int nsocks, size_t frameBytes,
+                     Socket* control,
+                     std::vector<std::vector<std::unique_ptr<Connection>>>* out) {
+  std::vector<std::vector<std::vector<Socket>>> conns(2);
+  for (auto& c : conns) c.resize(2);
+  for (int i = 0; i <= nsocks; ++i) {
+    conns[0][1].emplace_back();
+    conns[1][0].emplace_back();
+    connectedPair(&conns[0][1].back(), &conns[1][0].back());
   }
-  Pair p;
-  p.p0.reset(new Proxy(params(0, frameBytes), std::move(c0)));
-  p.p1.reset(new Proxy(params(1, frameBytes), std::move(c1)));
-  EXPECT_EQ(p.p0->start(), mixcclSuccess);
-  EXPECT_EQ(p.p1->start(), mixcclSuccess);
+  std::vector<PeerInfo> peers(2);
+  for (int r = 0; r < 2; ++r) {
+    fillLocalHostInfo(&peers[r]);
+    peers[r].rank = r;
+  }
+  uint64_t commHash = 0x7e57000000000000ull ^ (uint64_t)getpid() ^ ((uint64_t)rand() << 16);
+  Result rc[2];
+  std::thread sides[2];
+  for (int r = 0; r < 2; ++r)
+    sides[r] = std::thread([&, r] {
+      std::unique_ptr<Transport> t;
+      if (transport == "shm") {
+        ShmParams sp;
+        sp.rank = r;
+        sp.nranks = 2;
+        sp.commHash = commHash;
+        sp.ringBytes = 1 << 16;  // small rings: the traffic wraps them many times
+        t.reset(new ShmTransport(sp, true));
+      } else {
+        t.reset(new SocketTransport());
+      }
+      TransportSetup setup;
+      setup.rank = r;
+      setup.nranks = 2;
+      setup.commHash = commHash;
+      setup.peers = &peers;
+      setup.conns = &conns[r];
+      setup.deadline = Deadline::afterSeconds(10);
+      setup.frameBytes = frameBytes;
+      (*out)[r].resize(2);
+      rc[r] = t->connect(setup, {1 - r}, &(*out)[r]);
+    });
+  for (auto& t : sides) t.join();
+  ASSERT_EQ(rc[0], mixcclSuccess);
+  ASSERT_EQ(rc[1], mixcclSuccess);
+  ASSERT_TRUE((*out)[0][1] && (*out)[1][0]) << transport << " declined the pair";
+  ASSERT_STREQ((*out)[0][1]->transportName(), transport.c_str());
+  for (int r = 0; r < 2; ++r) control[r] = std::move(conns[r][1 - r][0]);
+}
+
+std::unique_ptr<Pair> makePair(const std::string& transport, int nsocks, size_t frameBytes) {
+  std::unique_ptr<Pair> p(new Pair);
+  std::vector<Socket> control(2);
+  std::vector<std::vector<std::unique_ptr<Connection>>> conns(2);
+  makeConnections(transport, nsocks, frameBytes, control.data(), &conns);
+  std::vector<Socket> c0(2), c1(2);
+  c0[1] = std::move(control[0]);
+  c1[0] = std::move(control[1]);
+  p->p0.reset(new Proxy(params(0), p->h0, std::move(c0), std::move(conns[0])));
+  p->p1.reset(new Proxy(params(1), p->h1, std::move(c1), std::move(conns[1])));
+  EXPECT_EQ(p->p0->start(), mixcclSuccess);
+  EXPECT_EQ(p->p1->start(), mixcclSuccess);
+  EXPECT_STREQ(p->p0->transportName(1), transport.c_str());
   return p;
 }
 
-// One proxy (rank 0) whose single connection to rank 1 is a raw socket the test writes.
+// One proxy (rank 0) whose socket data connection to rank 1 is a raw socket the test writes;
+// control is the raw end of the pair's control connection.
 struct Exposed {
+  Health health;
   std::unique_ptr<Proxy> proxy;
-  Socket raw;
+  Socket raw, control;
 };
 
-Exposed makeExposed() {
-  int sv[2];
-  EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-  std::vector<std::vector<Socket>> c(2);
-  c[1].emplace_back(sv[0]);
-  Exposed e;
-  e.raw = Socket(sv[1]);
-  e.proxy.reset(new Proxy(params(0, 4096), std::move(c)));
-  EXPECT_EQ(e.proxy->start(), mixcclSuccess);
+std::unique_ptr<Exposed> makeExposed() {
+  std::unique_ptr<Exposed> e(new Exposed);
+  Socket mine, myControl;
+  connectedPair(&mine, &e->raw);
+  connectedPair(&myControl, &e->control);
+  std::vector<Socket> data;
+  data.push_back(std::move(mine));
+  std::vector<std::unique_ptr<Connection>> conns(2);
+  conns[1].reset(new SocketConnection(1, std::move(data), 4096));
+  std::vector<Socket> control(2);
+  control[1] = std::move(myControl);
+  e->proxy.reset(new Proxy(params(0), e->health, std::move(control), std::move(conns)));
+  EXPECT_EQ(e->proxy->start(), mixcclSuccess);
   return e;
 }
 
@@ -97,20 +168,20 @@ void traffic(Proxy& proxy, int me, int messages, std::atomic<int>* bad) {
   const size_t sizes[] = {0, 1, 7, 4096, 65536, 65537, 300000, 1 << 20};
   for (int base = 0; base < messages; base += 8) {
     std::vector<std::vector<uint8_t>> out, in;
-    std::deque<ProxyOp> ops;
+    std::deque<TransportRequest> ops;
     for (int m = base; m < base + 8 && m < messages; ++m) {
       size_t n = sizes[(m * 5 + me) % 8];
       size_t nIn = sizes[(m * 5 + peer) % 8];
       out.emplace_back(n);
       for (size_t i = 0; i < n; ++i) out.back()[i] = pattern(me, m, i);
       in.emplace_back(nIn + 1, 0xEE);  // one guard byte past the message
-      ops.emplace_back(ProxyOp::Kind::Send, peer, out.back().data(), n);
+      ops.emplace_back(TransportRequest::Kind::Send, peer, out.back().data(), n);
       proxy.post(&ops.back());
-      ops.emplace_back(ProxyOp::Kind::Recv, peer, in.back().data(), nIn);
+      ops.emplace_back(TransportRequest::Kind::Recv, peer, in.back().data(), nIn);
       proxy.post(&ops.back());
     }
     Deadline d = Deadline::afterSeconds(20);
-    for (ProxyOp& op : ops)
+    for (TransportRequest& op : ops)
       if (proxy.wait(&op, d) != mixcclSuccess) bad->fetch_add(1);
     for (size_t k = 0; k < in.size(); ++k) {
       int m = base + (int)k;
@@ -125,15 +196,18 @@ void traffic(Proxy& proxy, int me, int messages, std::atomic<int>* bad) {
   }
 }
 
-TEST(ProxyTransport, ConcurrentTrafficBothWaysOverSeveralConnections) {
+class ProxyOverTransport : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ProxyOverTransport, ConcurrentTrafficBothWaysOverSeveralConnections) {
   for (int nsocks : {1, 3}) {
-    Pair p = makePair(nsocks, 4096);
+    std::unique_ptr<Pair> pair = makePair(GetParam(), nsocks, 4096);
+    Pair& p = *pair;
     std::atomic<int> bad{0};
     std::atomic<bool> stop{false};
     std::thread watcher([&] {  // mixcclCommGetAsyncError from another thread meanwhile
       while (!stop.load()) {
         std::string msg;
-        if (p.p0->error(&msg) != mixcclSuccess || p.p1->error(&msg) != mixcclSuccess)
+        if (p.h0.error(&msg) != mixcclSuccess || p.h1.error(&msg) != mixcclSuccess)
           bad.fetch_add(1);
         std::this_thread::sleep_for(std::chrono::microseconds(200));
       }
@@ -171,15 +245,16 @@ TEST(ProxyTransport, HostileFramesEndTheReceiveWithoutTouchingOtherMemory) {
        {{kFrameMagic, 0, posted, 0, 60, 0}, {kFrameMagic, 0, posted, 0, 60, 0}},
        SIZE_MAX, "invalid frame"},
       {"truncated payload", {{kFrameMagic, 0, posted, 0, (uint32_t)posted, 0}}, 50, "closed"},
-      {"bye with a receive pending", {{kFrameMagic, 0, 0, 0, 0, kByeFlag}}, 0,
+      {"bye with a receive pending", {{kFrameMagic, 0, 0, 0, 0, kFrameFlagBye}}, 0,
        "with operations pending"},
       {"end of stream", {}, 0, "closed the connection"},
   };
   for (const Hostile& h : cases) {
     SCOPED_TRACE(h.name);
-    Exposed e = makeExposed();
+    std::unique_ptr<Exposed> ex = makeExposed();
+    Exposed& e = *ex;
     std::unique_ptr<uint8_t[]> buf(new uint8_t[posted]);  // exactly posted: ASan guards it
-    ProxyOp op(ProxyOp::Kind::Recv, 1, buf.get(), posted);
+    TransportRequest op(TransportRequest::Kind::Recv, 1, buf.get(), posted);
     e.proxy->post(&op);
     for (size_t k = 0; k < h.headers.size(); ++k) {
       const FrameHeader& hdr = h.headers[k];
@@ -194,7 +269,7 @@ TEST(ProxyTransport, HostileFramesEndTheReceiveWithoutTouchingOtherMemory) {
     Result r = e.proxy->wait(&op, Deadline::afterSeconds(10));
     double took = fault_now() - t0;
     std::string msg;
-    e.proxy->error(&msg);
+    e.health.error(&msg);
     EXPECT_EQ(r, mixcclRemoteError) << msg;
     EXPECT_LT(took, 1.0);
     EXPECT_NE(msg.find(h.mention), std::string::npos) << msg;
@@ -205,23 +280,25 @@ TEST(ProxyTransport, HostileFramesEndTheReceiveWithoutTouchingOtherMemory) {
 // A header for a receive that is not posted yet waits in the kernel, then completes once the
 // receive is posted.
 TEST(ProxyTransport, EarlyFrameWaitsForItsReceive) {
-  Exposed e = makeExposed();
+  std::unique_ptr<Exposed> ex = makeExposed();
+  Exposed& e = *ex;
   const char text[] = "early bird";
   FrameHeader hdr{kFrameMagic, 0, sizeof(text), 0, (uint32_t)sizeof(text), 0};
   ASSERT_EQ(send(e.raw.fd(), &hdr, sizeof(hdr), MSG_NOSIGNAL), (ssize_t)sizeof(hdr));
   ASSERT_EQ(send(e.raw.fd(), text, sizeof(text), MSG_NOSIGNAL), (ssize_t)sizeof(text));
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   char got[sizeof(text)] = {0};
-  ProxyOp op(ProxyOp::Kind::Recv, 1, got, sizeof(got));
+  TransportRequest op(TransportRequest::Kind::Recv, 1, got, sizeof(got));
   e.proxy->post(&op);
   EXPECT_EQ(e.proxy->wait(&op, Deadline::afterSeconds(5)), mixcclSuccess);
   EXPECT_STREQ(got, text);
 }
 
-TEST(ProxyTransport, AbortFromAnotherThreadEndsAWait) {
-  Pair p = makePair(2, 65536);
+TEST_P(ProxyOverTransport, AbortFromAnotherThreadEndsAWait) {
+  std::unique_ptr<Pair> pair = makePair(GetParam(), 2, 65536);
+  Pair& p = *pair;
   std::vector<uint8_t> buf(1 << 20);
-  ProxyOp op(ProxyOp::Kind::Recv, 1, buf.data(), buf.size());
+  TransportRequest op(TransportRequest::Kind::Recv, 1, buf.data(), buf.size());
   p.p0->post(&op);
   std::atomic<double> abortedAt{0};
   std::thread aborter([&] {
@@ -236,10 +313,34 @@ TEST(ProxyTransport, AbortFromAnotherThreadEndsAWait) {
   EXPECT_LT(latency, 1.0);
   // The other side learns of it from the cut connections.
   std::vector<uint8_t> other(16);
-  ProxyOp op1(ProxyOp::Kind::Recv, 0, other.data(), other.size());
+  TransportRequest op1(TransportRequest::Kind::Recv, 0, other.data(), other.size());
   p.p1->post(&op1);
   EXPECT_EQ(p.p1->wait(&op1, Deadline::afterSeconds(5)), mixcclRemoteError);
 }
+
+// A peer that leaves cleanly (goodbye on its data stream and its control connection) is no
+// failure; an operation posted to it afterwards is, and names it.
+TEST_P(ProxyOverTransport, CleanLeaveIsNoFailureButALaterPostIs) {
+  std::unique_ptr<Pair> pair = makePair(GetParam(), 1, 65536);
+  Pair& p = *pair;
+  p.p1->shutdownGracefully();
+  p.p1.reset();  // closes its connections after the goodbyes
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::string msg;
+  EXPECT_EQ(p.h0.error(&msg), mixcclSuccess) << msg;
+  std::vector<uint8_t> buf(16);
+  TransportRequest op(TransportRequest::Kind::Recv, 1, buf.data(), buf.size());
+  p.p0->post(&op);
+  EXPECT_EQ(p.p0->wait(&op, Deadline::afterSeconds(5)), mixcclRemoteError);
+  p.h0.error(&msg);
+  EXPECT_NE(msg.find("rank 1 (test) has left the communicator (destroyed it) but an operation "
+                     "with it was posted"), std::string::npos) << msg;
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, ProxyOverTransport, ::testing::ValuesIn(kTransports),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           return std::string(info.param);
+                         });
 
 // Ranks of one process: one thread initialises all of them (possible only because init does
 // not block), then each rank is driven by its own thread, then by one thread in a group.

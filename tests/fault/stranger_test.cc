@@ -1,17 +1,21 @@
 // Strangers at the rendezvous root: random bytes, a silent connection, a wrong secret (both a
 // client that does not know it and a forged proof), a replayed handshake, a truncated hello,
-// a flood of idle connections. None of them gets in, and the real job still completes with
-// correct results and without delay (the root handles handshakes concurrently).
+// a flood of idle connections. None of them gets in: the root's own counts
+// (rootConnectionCounts) show each talking stranger refused before any rank starts, the silent
+// ones cut when the rendezvous completes, and exactly the ranks admitted; the real job still
+// completes with correct results and without delay (the root handles handshakes concurrently).
 #include <gtest/gtest.h>
 #include <openssl/rand.h>
 
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "bootstrap/auth.h"
+#include "bootstrap/root.h"
 #include "bootstrap/socket.h"
 #include "bootstrap/unique_id.h"
 #include "fault_harness.h"
@@ -100,62 +104,106 @@ struct StrangerLog {
   }
 };
 
-// Runs every kind of stranger against addr; each checks it was refused.
-void runStrangers(const SocketAddress& addr, const Secret& secret, StrangerLog* log,
-                  std::vector<std::thread>* threads, std::vector<Socket>* idle) {
-  Deadline d = Deadline::afterSeconds(5);
-  // A flood of connections that say nothing and stay open.
-  for (int i = 0; i < 20; ++i) {
-    Socket s;
-    if (connectBefore(addr, d, &s) == mixcclSuccess) idle->push_back(std::move(s));
-  }
-  threads->emplace_back([=] {  // random bytes, then waits to be thrown out
-    Socket s;
-    if (connectBefore(addr, Deadline::afterSeconds(5), &s) != mixcclSuccess) return;
+// Waits until the roots of this process have refused `want` connections in all (counted from
+// process start) and returns whether they did within seconds.
+bool refusedWithin(uint64_t want, double seconds) {
+  double end = now() + seconds;
+  while (rootConnectionCounts().refused < want && now() < end) usleep(2000);
+  return rootConnectionCounts().refused >= want;
+}
+
+// A stranger that talks: connect, run body on the connection, then the root must refuse it
+// (its refused count goes up by exactly one, nobody is admitted) and close the connection, all
+// before any rank has started, so that the end of the rendezvous cannot be what threw it out.
+void refusedStranger(const SocketAddress& addr, const char* name, StrangerLog* log,
+                     const std::function<bool(const Socket&)>& body) {
+  RootConnectionCounts before = rootConnectionCounts();
+  Socket s;
+  if (connectBefore(addr, Deadline::afterSeconds(5), &s) != mixcclSuccess)
+    return log->fail(std::string(name) + ": could not connect to the root");
+  if (!body(s)) return;  // body logged why
+  if (!refusedWithin(before.refused + 1, 3))
+    log->fail(std::string(name) + ": the root did not refuse it");
+  if (!closedWithin(s, 3)) log->fail(std::string(name) + ": the root kept the connection open");
+  RootConnectionCounts after = rootConnectionCounts();
+  if (after.refused != before.refused + 1 || after.admitted != before.admitted || after.cut != before.cut)
+    log->fail(std::string(name) + ": counts moved by refused " +
+              std::to_string(after.refused - before.refused) + ", admitted " +
+              std::to_string(after.admitted - before.admitted) + ", cut " +
+              std::to_string(after.cut - before.cut) + "; expected 1, 0, 0");
+}
+
+// Every stranger that talks, one after the other, each refused before the next.
+void runTalkingStrangers(const SocketAddress& addr, const Secret& secret, StrangerLog* log) {
+  refusedStranger(addr, "random bytes", log, [&](const Socket& s) {
     auto junk = randomBuffer(64 << 10);
     send(s.fd(), junk.data(), junk.size(), MSG_NOSIGNAL);
-    if (!closedWithin(s, 3)) log->fail("random bytes: the root kept the connection open");
+    return true;
   });
-  threads->emplace_back([=] {  // a client without the secret: it must refuse the root
+  refusedStranger(addr, "wrong secret", log, [&](const Socket& s) {
+    // A client that does not know the secret refuses the root, and the root refuses it.
     Secret wrong = secret;
     wrong.bytes[0] ^= 1;
-    Socket s;
-    if (connectBefore(addr, Deadline::afterSeconds(5), &s) != mixcclSuccess) return;
-    if (authenticateClient(s, wrong, Deadline::afterSeconds(5), "root") == mixcclSuccess)
+    if (authenticateClient(s, wrong, Deadline::afterSeconds(5), "root") == mixcclSuccess) {
       log->fail("wrong secret: the handshake succeeded");
+      return false;
+    }
+    // It hangs up, as a client that gave up does; the root must then refuse it at once.
+    ::shutdown(s.fd(), SHUT_WR);
+    return true;
   });
-  threads->emplace_back([=] {  // a forged proof after a proper hello
-    Socket s;
-    if (connectBefore(addr, Deadline::afterSeconds(5), &s) != mixcclSuccess) return;
+  refusedStranger(addr, "forged proof", log, [&](const Socket& s) {
     auto hello = recordLegitimateClient(secret);  // a well-formed hello with a fresh nonce
-    if (hello.size() < 56) return log->fail("could not record a handshake");
+    if (hello.size() < 56) {
+      log->fail("forged proof: could not record a handshake");
+      return false;
+    }
     send(s.fd(), hello.data(), 24, MSG_NOSIGNAL);
     char challenge[56];
     if (recvAllBefore(s, challenge, sizeof(challenge), Deadline::afterSeconds(5), "root") !=
-        mixcclSuccess)
-      return log->fail("forged proof: no challenge from the root");
+        mixcclSuccess) {
+      log->fail("forged proof: no challenge from the root");
+      return false;
+    }
     auto proof = randomBuffer(32);
     send(s.fd(), proof.data(), proof.size(), MSG_NOSIGNAL);
-    if (!closedWithin(s, 3)) log->fail("forged proof: the root kept the connection open");
+    return true;
   });
-  threads->emplace_back([=] {  // a recorded legitimate handshake, replayed
-    auto recorded = recordLegitimateClient(secret);
-    if (recorded.size() < 56) return log->fail("could not record a handshake");
-    Socket s;
-    if (connectBefore(addr, Deadline::afterSeconds(5), &s) != mixcclSuccess) return;
+  auto recorded = recordLegitimateClient(secret);
+  refusedStranger(addr, "replayed handshake", log, [&](const Socket& s) {
+    if (recorded.size() < 56) {
+      log->fail("replay: could not record a handshake");
+      return false;
+    }
     send(s.fd(), recorded.data(), 24, MSG_NOSIGNAL);
     char challenge[56];
     if (recvAllBefore(s, challenge, sizeof(challenge), Deadline::afterSeconds(5), "root") !=
-        mixcclSuccess)
-      return log->fail("replay: no challenge from the root");
+        mixcclSuccess) {
+      log->fail("replay: no challenge from the root");
+      return false;
+    }
+    // The proof answers another challenge; a rank hello would follow if the root accepted it.
     send(s.fd(), recorded.data() + 24, 32, MSG_NOSIGNAL);
-    // A rank hello would follow; the root must have closed the connection instead.
-    if (!closedWithin(s, 3)) log->fail("replay: the root accepted a replayed handshake");
+    return true;
   });
-  threads->emplace_back([=] {  // half a hello, then silence
+}
+
+// Strangers that stay silent: a flood of idle connections and half a hello. The root must
+// hold them (in their handshake, none admitted) without delaying the ranks, and drop them when
+// the rendezvous completes.
+void startSilentStrangers(const SocketAddress& addr, const Secret& secret, StrangerLog* log,
+                          std::vector<std::thread>* threads, std::vector<Socket>* idle) {
+  Deadline d = Deadline::afterSeconds(5);
+  for (int i = 0; i < 20; ++i) {
     Socket s;
-    if (connectBefore(addr, Deadline::afterSeconds(5), &s) != mixcclSuccess) return;
-    auto recorded = recordLegitimateClient(secret);
+    if (connectBefore(addr, d, &s) != mixcclSuccess) return log->fail("idle: could not connect");
+    idle->push_back(std::move(s));
+  }
+  auto recorded = recordLegitimateClient(secret);
+  threads->emplace_back([=] {
+    Socket s;
+    if (connectBefore(addr, Deadline::afterSeconds(5), &s) != mixcclSuccess)
+      return log->fail("truncated hello: could not connect to the root");
     send(s.fd(), recorded.data(), 10, MSG_NOSIGNAL);
     if (!closedWithin(s, 8)) log->fail("truncated hello: never dropped");
   });
@@ -164,6 +212,7 @@ void runStrangers(const SocketAddress& addr, const Secret& secret, StrangerLog* 
 TEST(Strangers, RootRefusesThemAndTheJobCompletes) {
   const int n = 4;
   const size_t count = 100000;
+  const int kTalking = 4, kSilent = 21;  // runTalkingStrangers, startSilentStrangers
   Job job(n, 60);
   ASSERT_TRUE(job.ok());
   SocketAddress root = rootOf(job.id());
@@ -184,11 +233,21 @@ TEST(Strangers, RootRefusesThemAndTheJobCompletes) {
       if (buf[i] != nranks * (nranks - 1) / 2.0 + nranks * (double)i) return 5;
     return mixcclCommDestroy(comm) == mixcclSuccess ? 0 : 6;
   });
+  const RootConnectionCounts start = rootConnectionCounts();
   StrangerLog log;
+  runTalkingStrangers(root, secretOf(job.id()), &log);
   std::vector<std::thread> threads;
   std::vector<Socket> idle;
-  runStrangers(root, secretOf(job.id()), &log, &threads, &idle);
-  fault::sleepSeconds(0.2);  // the strangers' bytes are at the root before any rank
+  startSilentStrangers(root, secretOf(job.id()), &log, &threads, &idle);
+  // Every stranger is at the root before any rank: all accepted, the silent ones waiting.
+  double until = now() + 5;
+  while (rootConnectionCounts().accepted < start.accepted + kTalking + kSilent && now() < until)
+    usleep(2000);
+  RootConnectionCounts before = rootConnectionCounts();
+  EXPECT_EQ(before.accepted - start.accepted, (uint64_t)(kTalking + kSilent));
+  EXPECT_EQ(before.refused - start.refused, (uint64_t)kTalking);
+  EXPECT_EQ(before.admitted, start.admitted);
+  EXPECT_EQ(before.cut, start.cut);
   job.shared()->injectedAt = now();
   ASSERT_TRUE(job.waitExit());
   for (auto& t : threads) t.join();
@@ -202,6 +261,13 @@ TEST(Strangers, RootRefusesThemAndTheJobCompletes) {
   for (const std::string& f : log.failures) ADD_FAILURE() << f;
   // The idle connections were dropped when the rendezvous completed.
   for (Socket& s : idle) EXPECT_TRUE(closedWithin(s, 2)) << "an idle stranger was kept";
+  // Exactly the ranks got in; the silent strangers were cut at the end (the rendezvous took
+  // far less than their 5 s handshake bound), and nobody else was refused.
+  RootConnectionCounts end = rootConnectionCounts();
+  EXPECT_EQ(end.accepted - start.accepted, (uint64_t)(kTalking + kSilent + n));
+  EXPECT_EQ(end.admitted - start.admitted, (uint64_t)n);
+  EXPECT_EQ(end.refused - start.refused, (uint64_t)kTalking);
+  EXPECT_EQ(end.cut - start.cut, (uint64_t)kSilent);
   EXPECT_TRUE(Job::noChildrenLeft());
 }
 

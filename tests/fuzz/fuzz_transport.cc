@@ -1,5 +1,5 @@
-// libFuzzer target: the transport's receive path, driven for real. A Proxy (rank 0 of 2) has
-// one or two connections to "rank 1", which are socket pairs this target writes the input
+// libFuzzer target: the socket transport's receive path, driven for real. A Proxy (rank 0 of 2)
+// has a SocketConnection with one or two data connections to "rank 1", which are socket pairs this target writes the input
 // into (then ends the stream); receives of sizes chosen by the input are posted, in buffers of
 // exactly that size, so any write outside them is caught by AddressSanitizer. Properties:
 // every op ends (no hang: waits are bounded), and an op reported done really received all of
@@ -17,8 +17,10 @@
 #include <memory>
 #include <vector>
 
+#include "base/health.h"
 #include "proxy/proxy.h"
 #include "transport/frame.h"
+#include "transport/socket_connection.h"
 
 using namespace mixccl;
 
@@ -44,33 +46,40 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (split > size) split = size;
   if (split < pos) split = pos;
 
-  std::vector<std::vector<Socket>> conns(2);
+  std::vector<Socket> dataConns;
   std::vector<Socket> raw;
   for (int i = 0; i < nsocks; ++i) {
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return 0;
-    conns[1].emplace_back(sv[0]);
+    dataConns.emplace_back(sv[0]);
     raw.emplace_back(sv[1]);
   }
+  int cv[2];  // the control connection; its far end stays open and silent
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, cv) != 0) return 0;
+  std::vector<Socket> control(2);
+  control[1] = Socket(cv[0]);
+  Socket controlPeer(cv[1]);
+  std::vector<std::unique_ptr<Connection>> conns(2);
+  conns[1].reset(new SocketConnection(1, std::move(dataConns), 4096));
   ProxyParams params;
   params.rank = 0;
   params.nranks = 2;
-  params.frameBytes = 4096;
   params.spinUs = 0;
   params.peerNames = {"rank 0", "rank 1"};
-  Proxy proxy(params, std::move(conns));
+  Health health;
+  Proxy proxy(params, health, std::move(control), std::move(conns));
   if (proxy.start() != mixcclSuccess) return 0;
 
   std::vector<std::unique_ptr<uint8_t[]>> bufs;
-  std::deque<ProxyOp> ops;
+  std::deque<TransportRequest> ops;
   for (size_t n : sizes) {
     bufs.emplace_back(new uint8_t[n ? n : 1]);
-    ops.emplace_back(ProxyOp::Kind::Recv, 1, bufs.back().get(), n);
+    ops.emplace_back(TransportRequest::Kind::Recv, 1, bufs.back().get(), n);
     proxy.post(&ops.back());
   }
   static uint8_t outgoing[3000];
   if (postSend) {
-    ops.emplace_back(ProxyOp::Kind::Send, 1, outgoing, sizeof(outgoing));
+    ops.emplace_back(TransportRequest::Kind::Send, 1, outgoing, sizeof(outgoing));
     proxy.post(&ops.back());
   }
   // The stream; the socket buffers hold far more than libFuzzer's inputs, so this never blocks.
@@ -85,10 +94,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // A frame for a receive that was never posted leaves its connection paused, so its end is
   // noticed only by the deadline: keep it short.
   Deadline deadline = Deadline::afterSeconds(0.01);
-  for (ProxyOp& op : ops) {
+  for (TransportRequest& op : ops) {
     Result r = proxy.wait(&op, deadline);
-    if (op.stateNow() == ProxyOp::Pending) abort();  // wait returned with the op unfinished
-    if (r == mixcclSuccess && op.kind == ProxyOp::Kind::Recv && op.done != op.bytes) abort();
+    if (op.stateNow() == TransportRequest::Pending) abort();  // wait returned with the op unfinished
+    if (r == mixcclSuccess && op.kind == TransportRequest::Kind::Recv && op.done != op.bytes) abort();
   }
   return 0;
 }

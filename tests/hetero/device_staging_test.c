@@ -15,7 +15,7 @@
 #include "mixccl_adaptor.h"
 #include "rank_harness.h"
 
-static const mixcclAdaptor_v1_t* gDev; /* this rank's runtime when it is on simdev */
+static const mixcclAdaptor_v2_t* gDev; /* this rank's runtime when it is on simdev */
 static long gFailures;
 
 #define EXPECT(cond, ...)                                     \
@@ -229,7 +229,7 @@ static int rankMain(mixcclComm_t comm, int rank, int nranks, void* arg) {
   if (!strcmp(adaptor, "simdev")) {
     const char* path = getenv("MIXCCL_SIMDEV_PLUGIN");
     void* h = path ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
-    gDev = h ? (const mixcclAdaptor_v1_t*)dlsym(h, MIXCCL_ADAPTOR_SYMBOL) : NULL;
+    gDev = h ? (const mixcclAdaptor_v2_t*)dlsym(h, MIXCCL_ADAPTOR_SYMBOL) : NULL;
     if (!gDev) {
       fprintf(stderr, "rank %d: cannot open simdev (%s): %s\n", rank, path ? path : "MIXCCL_SIMDEV_PLUGIN unset", dlerror());
       return 1;

@@ -4,8 +4,8 @@
 //    host code that dereferences one faults at once instead of silently working;
 //  - every stream is a worker thread running its queue in order (copies, host functions,
 //    event records, waits), so work is asynchronous and ordered exactly as on a real stream;
-//  - there are no native collectives (in a job with several domains mixccl stages device
-//    memory through host buffers and never calls them; alone, init says so).
+//  - there is no native library (in a job with several domains mixccl stages device memory
+//    through host buffers and never calls one; alone, mixccl refuses the job at init).
 // Not shipped: built by tests/hetero for the device-staging tests.
 #include <condition_variable>
 #include <cstdint>
@@ -176,30 +176,11 @@ mixcclResult_t launchHostFunc(void* stream, void (*fn)(void*), void* arg) {
   return mixcclSuccess;
 }
 
-int supports(const char*, mixcclDataType_t, mixcclRedOp_t) { return 0; }
-mixcclResult_t noNative() {
-  return setError(mixcclInvalidUsage, kPrefix,
-                  "simdev simulates a device runtime for tests and has no native collectives "
-                  "(use it next to other domains)");
-}
-mixcclResult_t getUniqueId(void*) { return noNative(); }
-mixcclResult_t commInitRank(void**, int, const void*, int, int, const mixcclAdaptorServices_t*) { return noNative(); }
-mixcclResult_t commDestroy(void*) { return noNative(); }
-mixcclResult_t commAbort(void*) { return noNative(); }
-mixcclResult_t allReduce(const void*, void*, size_t, mixcclDataType_t, mixcclRedOp_t, void*, void*) { return noNative(); }
-mixcclResult_t allGather(const void*, void*, size_t, mixcclDataType_t, void*, void*) { return noNative(); }
-mixcclResult_t reduceScatter(const void*, void*, size_t, mixcclDataType_t, mixcclRedOp_t, void*, void*) { return noNative(); }
-mixcclResult_t broadcast(const void*, void*, size_t, mixcclDataType_t, int, void*, void*) { return noNative(); }
-mixcclResult_t reduce(const void*, void*, size_t, mixcclDataType_t, mixcclRedOp_t, int, void*, void*) { return noNative(); }
-mixcclResult_t send(const void*, size_t, mixcclDataType_t, int, void*, void*) { return noNative(); }
-mixcclResult_t recv(void*, size_t, mixcclDataType_t, int, void*, void*) { return noNative(); }
-mixcclResult_t groupStart() { return mixcclSuccess; }
-mixcclResult_t groupEnd() { return mixcclSuccess; }
-
-mixcclAdaptor_v1_t makeTable() {
-  mixcclAdaptor_v1_t t = mixccl_plugin::tableHeader("simdev", MIXCCL_ADAPTOR_DEVICE_MEMORY, init);
+// No native library at all (its entries stay NULL): in a job with several domains mixccl
+// stages device memory through host buffers and never needs one; alone, init refuses the job.
+mixcclAdaptor_v2_t makeTable() {
+  mixcclAdaptor_v2_t t = mixccl_plugin::tableHeader("simdev", MIXCCL_ADAPTOR_DEVICE_MEMORY, init);
   MIXCCL_DEVICE_RUNTIME_ENTRIES(t);
-  MIXCCL_COLLECTIVE_ENTRIES(t);
   return t;
 }
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs a command with MIXCCL_DEBUG=INFO and checks its log: it must exit 0 (or, with --fail,
 # non-zero), and for each "REGEX=COUNT" print exactly COUNT matching lines (COUNT "+": at least
-# one). Used to check which transport every pair of ranks chose (docs/architecture.md).
+# one). Only for what the log alone reports (socket buffer sizes, congestion control, a
+# shared-memory ring's size and cross-memory attach); choices (transport, algorithm, domains)
+# are asserted through mixcclCommInspect instead (expect_choice.h).
 #   expect_log.sh [--fail] REGEX=COUNT... -- COMMAND [ARGS...]
 set -u
 want_fail=0

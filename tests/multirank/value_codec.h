@@ -1,11 +1,14 @@
 /* Test-side encoding of exact values in every mixccl datatype, written independently of the
  * library's own converters so the tests check them rather than repeat them. Only values that
- * the format represents exactly are ever stored (small integers), so no rounding is needed. */
+ * the format represents exactly may be stored, so no rounding is needed: storeValue aborts on
+ * any other value, so a reference can never be silently truncated into agreement. */
 #ifndef MIXCCL_TEST_VALUE_CODEC_H_
 #define MIXCCL_TEST_VALUE_CODEC_H_
 
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mixccl.h"
@@ -52,6 +55,8 @@ static inline double decodeMinifloat(uint32_t bits, int expBits, int mantBits) {
   return sign ? -v : v;
 }
 
+static inline double loadValue(const void* buf, size_t i, mixcclDataType_t t);
+
 static inline void storeValue(void* buf, size_t i, mixcclDataType_t t, double v) {
   char* p = (char*)buf + i * typeSize(t);
   switch (t) {
@@ -67,6 +72,11 @@ static inline void storeValue(void* buf, size_t i, mixcclDataType_t t, double v)
     case mixcclFloat8e5m2: { uint8_t x = (uint8_t)encodeMinifloat(v, 5, 2); memcpy(p, &x, 1); break; }
     case mixcclFloat32: { float x = (float)v; memcpy(p, &x, 4); break; }
     default: { double x = v; memcpy(p, &x, 8); break; }
+  }
+  if (loadValue(buf, i, t) != v) {
+    fprintf(stderr, "value_codec: %g is not exact in datatype %d: the test's reference is wrong\n",
+            v, (int)t);
+    abort();
   }
 }
 
@@ -86,6 +96,15 @@ static inline double loadValue(const void* buf, size_t i, mixcclDataType_t t) {
     case mixcclFloat32: { float x; memcpy(&x, p, 4); return x; }
     default: { double x; memcpy(&x, p, 8); return x; }
   }
+}
+
+/* The k-th of 113 values (k in [0, 113)) that t holds exactly and all differ: k itself for
+ * every type that holds the integers up to 112; for the fp8 types zero and then the normal
+ * numbers in ascending order of their codes (e4m3 from 2^-6, e5m2 from 2^-14). */
+static inline double distinctValue(mixcclDataType_t t, int k) {
+  if (k == 0 || !(t == mixcclFloat8e4m3 || t == mixcclFloat8e5m2)) return k;
+  return t == mixcclFloat8e4m3 ? decodeMinifloat((1u << 3) + (uint32_t)k - 1, 4, 3)
+                               : decodeMinifloat((1u << 2) + (uint32_t)k - 1, 5, 2);
 }
 
 #endif

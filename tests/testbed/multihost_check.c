@@ -3,14 +3,16 @@
  * host_ranks.sh, mixcclrun, mpirun, ...). Uses only mixccl.h.
  *
  *   MIXCCL_COMM_ID=<host:port of rank 0> MIXCCL_COMM_SECRET=<32 hex> MIXCCL_RANK=r MIXCCL_NRANKS=n
- *   multihost_check [--quick] [--corrupt]
+ *   multihost_check [--quick] [--corrupt] [--expect-... (tests/multirank/expect_choice.h)]
  *
  * Runs AllReduce (every op, in and out of place), Broadcast, Reduce, AllGather, ReduceScatter,
  * AlltoAll, Gather, Scatter and grouped Send/Recv (ring and all pairs) over several sizes and
  * datatypes; every result is compared exactly with values computed here (inputs are small
  * integers that every datatype used represents exactly). Prints one summary line; exits 1 on
  * any mismatch or error. --corrupt flips one received element on rank 0 so that the test of the
- * checker itself can expect a failure.
+ * checker itself can expect a failure. The --expect-* options assert through mixcclCommInspect
+ * what the library chose (transport to peers on this host and on others, domains, adaptors);
+ * ranks MIXCCL_LOCAL_SIZE at a time share a host (host_ranks.sh, mixcclrun).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -19,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "expect_choice.h"
 #include "mixccl.h"
 
 static int rank, nranks;
@@ -287,13 +290,25 @@ static int envInt(const char* a, const char* b) {
 
 int main(int argc, char** argv) {
   int quick = 0;
+  ChoiceExpectations expect;
+  memset(&expect, 0, sizeof(expect));
   for (int i = 1; i < argc; i++) {
+    int e = parseExpectOption(&expect, argc, argv, &i);
+    if (e < 0) return 2;
+    if (e > 0) continue;
     if (!strcmp(argv[i], "--quick")) quick = 1;
     else if (!strcmp(argv[i], "--corrupt")) corruptPending = 1;
     else {
-      fprintf(stderr, "usage: multihost_check [--quick] [--corrupt]\n");
+      fprintf(stderr, "usage: multihost_check [--quick] [--corrupt] [--expect-transport-local NAME] "
+              "[--expect-transport-remote NAME] [--expect-domains LIST] [--expect-adaptors LIST] "
+              "[--expect-algo COLL:BYTES:NAME]\n");
       return 2;
     }
+  }
+  expect.ranksPerHost = envInt("MIXCCL_LOCAL_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE");
+  if (expect.transportLocal != expect.transportRemote && expect.ranksPerHost < 1) {
+    fprintf(stderr, "multihost_check: --expect-transport-local/-remote need MIXCCL_LOCAL_SIZE\n");
+    return 2;
   }
   rank = envInt("MIXCCL_RANK", "OMPI_COMM_WORLD_RANK");
   nranks = envInt("MIXCCL_NRANKS", "OMPI_COMM_WORLD_SIZE");
@@ -310,6 +325,7 @@ int main(int argc, char** argv) {
   must(mixcclGetUniqueId(&id), "GetUniqueId");
   must(mixcclCommInitRank(&comm, nranks, id, rank), "CommInitRank");
   double tInit = now() - t0;
+  failures += countUnmetChoices(comm, rank, nranks, &expect);
 
   const mixcclDataType_t allTypes[] = {mixcclUint8, mixcclInt32, mixcclInt64, mixcclFloat32,
                                        mixcclFloat64};

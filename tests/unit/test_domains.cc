@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "algo/hierarchical.h"
-#include "core/domains.h"
+#include "topology/domains.h"
 
 namespace mixccl {
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "transport/shm_ring.h"
 #include "transport/shm_transport.h"
 

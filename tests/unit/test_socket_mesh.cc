@@ -67,7 +67,7 @@ TEST(SocketMesh, SilentAndWrongSecretStrangersDoNotDelayRanks) {
   EXPECT_EQ(r0, mixcclSuccess);
   EXPECT_EQ(r1, mixcclSuccess);
   EXPECT_LT(took, 2.0) << "a handshake with a stranger held up the mesh";
-  ASSERT_EQ(c0[1].size(), 1u);  // same host: one connection
+  ASSERT_EQ(c0[1].size(), 2u);  // same host: the control connection and one data connection
   EXPECT_TRUE(c0[1][0].valid());
   EXPECT_TRUE(c1[0][0].valid());
   // The two ends are connected to each other.
@@ -85,7 +85,7 @@ TEST(SocketMesh, ExplicitConnectionCountIsHonoured) {
   job.connect(&r0, &r1, &c0, &c1);
   ASSERT_EQ(r0, mixcclSuccess);
   ASSERT_EQ(r1, mixcclSuccess);
-  ASSERT_EQ(c0[1].size(), 3u);
+  ASSERT_EQ(c0[1].size(), 4u);  // control + 3 data connections
   for (const Socket& s : c0[1]) EXPECT_TRUE(s.valid());
 }
 

@@ -104,8 +104,9 @@ TEST(TopologyDiscovery, RdmaIsReportedOrCleanlyAbsent) {
   bool sysfs = stat("/sys/class/infiniband", &st) == 0;
   ASSERT_FALSE(t.rdmaStatus.empty());
   if (!sysfs) {
+    // No RDMA driver: libibverbs lists nothing (ENOSYS), which is not a failure.
     EXPECT_TRUE(t.rdma.empty());
-    EXPECT_EQ(t.rdmaStatus.rfind("none", 0), 0u) << t.rdmaStatus;
+    EXPECT_EQ(t.rdmaStatus, "no RDMA devices (libibverbs found none)");
   } else {
     for (const TopoRdmaDevice& r : t.rdma) EXPECT_FALSE(r.name.empty());
   }

@@ -20,6 +20,22 @@ using namespace mixccl_launch;
 
 namespace {
 
+// The library's own message and the code's name. The code's generic text ("remote process
+// exited or there was a network error") only when there is no message: next to a precise one
+// (a wrong secret, a missing rank) it would blame the wrong thing.
+std::string failure(mixcclResult_t res) {
+  static const char* const kNames[] = {
+      "mixcclSuccess",      "mixcclUnhandledDeviceError", "mixcclSystemError",
+      "mixcclInternalError", "mixcclInvalidArgument",     "mixcclInvalidUsage",
+      "mixcclRemoteError",   "mixcclInProgress",          "mixcclTimeout"};
+  const std::string name = res >= 0 && res < (int)(sizeof(kNames) / sizeof(kNames[0]))
+                               ? kNames[res]
+                               : "result " + std::to_string((int)res);
+  const char* msg = mixcclGetLastError(nullptr);
+  const bool none = msg == nullptr || *msg == '\0';
+  return std::string(none ? mixcclGetErrorString(res) : msg) + " (" + name + ")";
+}
+
 int g_generation = 0;  // one file name per call, so repeated inits never read an old file
 
 std::string envOr(const char* name, const char* dflt) {
@@ -260,8 +276,7 @@ extern "C" mixcclResult_t mixcclLaunchInitComm(mixcclComm_t* comm, mixcclLaunchI
   mixcclUniqueId id;
   mixcclResult_t res = mixcclGetUniqueId(&id);
   if (res != mixcclSuccess) {
-    setError(std::string("mixccl_launch: mixcclGetUniqueId failed: ") +
-             mixcclGetErrorString(res) + ": " + mixcclGetLastError(nullptr));
+    setError(std::string("mixccl_launch: mixcclGetUniqueId failed: ") + failure(res));
   } else {
     mixcclConfig_t dflt = MIXCCL_CONFIG_INITIALIZER;
     res = mixcclCommInitRankConfig(comm, info.nranks, id, info.rank,
@@ -270,8 +285,7 @@ extern "C" mixcclResult_t mixcclLaunchInitComm(mixcclComm_t* comm, mixcclLaunchI
       setError("mixccl_launch: rank " + std::to_string(info.rank) + "/" +
                std::to_string(info.nranks) + " (" + info.launcher + ", rendezvous " +
                (commId.empty() ? std::string("local") : commId) +
-               "): mixcclCommInitRank failed: " + mixcclGetErrorString(res) + ": " +
-               mixcclGetLastError(nullptr));
+               "): mixcclCommInitRank failed: " + failure(res));
     }
   }
   // Rank 0's init returns once every rank has joined, so nobody needs the file any more.

@@ -261,6 +261,52 @@ TEST(MixcclRun, HostList) {
   EXPECT_NE(bad.err.find("192.0.2.123"), std::string::npos) << bad.err;
 }
 
+// --adaptors: one MIXCCL_ADAPTOR per rank, in rank order; NAME:COUNT repeats a name.
+std::set<std::string> adaptorLines(const std::vector<std::string>& args, int* exitCode) {
+  Job j;
+  j.start(args);
+  EXPECT_TRUE(j.finish(20));
+  *exitCode = j.exitCode();
+  std::vector<std::string> v = lines(j.out);
+  return std::set<std::string>(v.begin(), v.end());
+}
+
+TEST(MixcclRun, AdaptorsPerRank) {
+  int code = -1;
+  EXPECT_EQ(adaptorLines({"-np", "4", "--adaptors", "host,gloo,host,gloo", CHILD_PATH, "adaptor"},
+                         &code),
+            (std::set<std::string>{"[0] adaptor=host", "[1] adaptor=gloo", "[2] adaptor=host",
+                                   "[3] adaptor=gloo"}));
+  EXPECT_EQ(code, 0);
+  // -np may be left out; counts expand in order.
+  EXPECT_EQ(adaptorLines({"--adaptors", "host:2,mpi", CHILD_PATH, "adaptor"}, &code),
+            (std::set<std::string>{"[0] adaptor=host", "[1] adaptor=host", "[2] adaptor=mpi"}));
+  EXPECT_EQ(code, 0);
+}
+
+TEST(MixcclRun, AdaptorsUsageErrors) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"-np", "3", "--adaptors", "host,gloo", CHILD_PATH, "adaptor"},
+       "mixcclrun: --adaptors names 2 rank(s) but -np is 3\n"},
+      {{"--adaptors", "host:x", CHILD_PATH, "adaptor"},
+       "mixcclrun: invalid count in --adaptors entry 'host:x' (NAME or NAME:COUNT)\n"},
+      {{"--adaptors", "host,,gloo", CHILD_PATH, "adaptor"},
+       "mixcclrun: invalid adaptor name '' in --adaptors 'host,,gloo'\n"},
+      {{"--adaptors", "../x", CHILD_PATH, "adaptor"},
+       "mixcclrun: invalid adaptor name '../x' in --adaptors '../x'\n"},
+      {{"--adaptors", "host", "-x", "MIXCCL_ADAPTOR=gloo", CHILD_PATH, "adaptor"},
+       "mixcclrun: -x MIXCCL_ADAPTOR and --adaptors both set the adaptor; use one\n"},
+  };
+  for (const auto& c : cases) {
+    Job j;
+    j.start(c.first);
+    ASSERT_TRUE(j.finish(20));
+    EXPECT_EQ(j.exitCode(), 2);
+    EXPECT_EQ(j.err, c.second);
+    EXPECT_EQ(j.out, "");
+  }
+}
+
 TEST(MixcclRun, UsageErrors) {
   for (auto args : std::vector<std::vector<std::string>>{
            {CHILD_PATH, "env"}, {"-np", "0", CHILD_PATH}, {"-np", "2"}, {"--bogus", "-np", "1"}}) {

@@ -7,6 +7,7 @@
 //   stubborn R   rank R exits 1 after 300 ms; the others ignore SIGTERM, print "pid <pid>" and
 //                sleep 60 s
 //   sleep        print "pid <pid>" and sleep 60 s
+//   adaptor      print "adaptor=<MIXCCL_ADAPTOR>" ("(unset)" when it is not set)
 #include <signal.h>
 #include <unistd.h>
 
@@ -40,6 +41,11 @@ int main(int argc, char** argv) {
                 std::getenv("EXTRA_VAR") ? std::getenv("EXTRA_VAR") : "(unset)");
     std::fprintf(stderr, "stderr line of %d\n", rank);
     std::printf("no newline from %d", rank);
+    return 0;
+  }
+  if (std::strcmp(mode, "adaptor") == 0) {
+    const char* a = std::getenv("MIXCCL_ADAPTOR");
+    std::printf("adaptor=%s\n", a ? a : "(unset)");
     return 0;
   }
   if (std::strcmp(mode, "fail") == 0 || std::strcmp(mode, "segv") == 0 ||

@@ -1,6 +1,7 @@
 // mixccl-topo: prints this host's topology, and under a launcher the topology of the whole job
 // (every rank's host, NUMA node, device and NIC), as text or JSON. docs/topology.md.
 #include <net/if.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -23,6 +24,7 @@ struct Options {
   bool all = false;
   bool localOnly = false;
   bool bind = false;
+  bool help = false;
   std::string output;
   std::string devicePci;
   std::string adaptor;
@@ -44,14 +46,13 @@ void usage(FILE* f) {
           "  --bind            bind the calling thread near the chosen NIC (as the proxy is)\n");
 }
 
-bool parse(int argc, char** argv, Options* o) {
+// Returns "" or what is wrong with the command line.
+std::string parse(int argc, char** argv, Options* o) {
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
+    std::string missing = a + " needs a value";
     auto value = [&](std::string* dst) {
-      if (i + 1 >= argc) {
-        fprintf(stderr, "mixccl-topo: %s needs a value\n", a.c_str());
-        return false;
-      }
+      if (i + 1 >= argc) return false;
       *dst = argv[++i];
       return true;
     };
@@ -59,20 +60,24 @@ bool parse(int argc, char** argv, Options* o) {
     else if (a == "--all") o->all = true;
     else if (a == "--local") o->localOnly = true;
     else if (a == "--bind") o->bind = true;
-    else if (a == "--output" || a == "-o") { if (!value(&o->output)) return false; }
-    else if (a == "--device-pci") { if (!value(&o->devicePci)) return false; }
-    else if (a == "--adaptor") { if (!value(&o->adaptor)) return false; }
-    else if (a == "--help" || a == "-h") { usage(stdout); exit(0); }
-    else {
-      fprintf(stderr, "mixccl-topo: unknown argument %s\n", a.c_str());
-      return false;
-    }
+    else if (a == "--output" || a == "-o") { if (!value(&o->output)) return missing; }
+    else if (a == "--device-pci") { if (!value(&o->devicePci)) return missing; }
+    else if (a == "--adaptor") { if (!value(&o->adaptor)) return missing; }
+    else if (a == "--help" || a == "-h") o->help = true;
+    else return "unknown argument " + a;
   }
   if (o->adaptor.empty()) {
     const char* e = getenv("MIXCCL_ADAPTOR");
     o->adaptor = e && *e ? e : "host";
   }
-  return true;
+  return "";
+}
+
+// Under a launcher every rank gets the same command line: only rank 0 explains a mistake (and
+// prints the help), so the usage does not appear once per rank.
+bool speaksForJob() {
+  mixcclLaunchInfo info;
+  return mixcclLaunchDetect(&info) != 0 || info.rank == 0;
 }
 
 // The interfaces the socket layer may use, in its order: MIXCCL_SOCKET_IFNAME in NCCL's syntax
@@ -128,9 +133,16 @@ int emit(const Options& o, const TopologyView& view, const std::vector<RankTopol
 
 int main(int argc, char** argv) {
   Options o;
-  if (!parse(argc, argv, &o)) {
-    usage(stderr);
-    return 2;
+  std::string bad = parse(argc, argv, &o);
+  if (!bad.empty() || o.help) {
+    if (!speaksForJob()) {
+      // A launcher ends the job at the first failing rank: let rank 0 print before that.
+      if (!bad.empty()) sleep(2);
+      return bad.empty() ? 0 : 2;
+    }
+    if (!bad.empty()) fprintf(stderr, "mixccl-topo: %s\n", bad.c_str());
+    usage(bad.empty() ? stdout : stderr);
+    return bad.empty() ? 0 : 2;
   }
   LocalTopology local;
   if (discoverLocalTopology(&local) != mixcclSuccess) {

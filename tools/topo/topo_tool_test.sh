@@ -25,7 +25,14 @@ assert len(l["packages"]) == c["packages"] and len(l["numaNodes"]) == c["numaNod
 assert any(n["name"] == "lo" and n["virtual"] for n in l["nics"]), l["nics"]
 assert isinstance(l["rdma"]["status"], str) and l["rdma"]["status"]
 if not l["rdma"]["devices"]:
-    assert l["rdma"]["status"].startswith("none"), l["rdma"]["status"]
+    assert l["rdma"]["status"].startswith("no RDMA devices"), l["rdma"]["status"]
+    assert l["counts"]["rdmaDevices"] == 0
+for d in l["rdma"]["devices"]:
+    for p in d["ports"]:
+        assert p["state"] in (None, "nop", "down", "init", "armed", "active", "active-defer"), p
+        assert p["gbps"] is None or p["gbps"] > 0, p
+for n in l["nics"]:
+    assert n["rdmaPort"] is None or n["rdmaDevice"], n
 for i, p in enumerate(l["pci"]):
     assert p["parent"] is None or p["parent"] < i, p
 print("local JSON ok:", c)
@@ -35,6 +42,9 @@ text=$("$TOPO") || fail "mixccl-topo exited $?"
 for want in "package(s)" "NUMA node" "PCI:" "NICs:" "RDMA:" "Accelerators:" "NIC choice:"; do
   echo "$text" | grep -qF "$want" || fail "text view lacks '$want'"
 done
+# Without RDMA devices the text says so plainly, in the words of the JSON status.
+"$PY" -c 'import json,sys; j=json.load(open(sys.argv[1])); sys.exit(0 if j["local"]["rdma"]["devices"] else 1)' "$DIR/local.json" ||
+  echo "$text" | grep -qE "^RDMA: no RDMA devices \(" || fail "text view does not say there are no RDMA devices"
 echo "text view ok"
 
 "$RUN" -n 3 --timeout 60 "$TOPO" --json --all --output "$DIR/job.%r.json" || fail "mixcclrun -n 3 exited $?"

@@ -15,7 +15,7 @@
 // Declares the table a plugin exports: a declaration inside extern "C" is extern, so the const
 // definition that follows keeps external linkage; default visibility so dlsym finds it.
 #define MIXCCL_EXPORT_ADAPTOR \
-  extern "C" __attribute__((visibility("default"))) const mixcclAdaptor_v1_t mixcclAdaptor_v1
+  extern "C" __attribute__((visibility("default"))) const mixcclAdaptor_v2_t mixcclAdaptor_v2
 
 namespace mixccl_plugin {
 

@@ -29,7 +29,6 @@
 #include <string>
 #include <vector>
 
-#include "host_runtime.h"
 #include "plugin_support.h"
 #include "../common/table_entries.h"
 
@@ -155,13 +154,15 @@ mixcclResult_t init() {
   return result;
 }
 
-int supports(const char* coll, mixcclDataType_t type, mixcclRedOp_t op) {
+// Every datatype (reductions go through services->reduce); ops other than Avg (mixccl divides).
+int supports(mixcclAdaptorColl_t coll, mixcclDataType_t type, mixcclRedOp_t op) {
   if (typeSize(type) == 0) return 0;
-  std::string c = coll ? coll : "";
-  if (c == "allgather" || c == "broadcast" || c == "sendrecv") return 1;
-  if (c == "allreduce" || c == "reducescatter" || c == "reduce")
-    return op >= mixcclSum && op <= mixcclMin;
-  return 0;
+  switch (coll) {
+    case mixcclCollAllGather: case mixcclCollBroadcast: return 1;
+    case mixcclCollAllReduce: case mixcclCollReduceScatter: case mixcclCollReduce:
+      return op >= mixcclSum && op <= mixcclMin;
+    default: return 0;  // no entry: mixccl runs AlltoAll, Gather and Scatter itself
+  }
 }
 
 mixcclResult_t getUniqueId(void* id) {
@@ -394,14 +395,16 @@ mixcclResult_t groupEnd() {
   return waitAll(&tRequests);
 }
 
-mixcclAdaptor_v1_t makeTable() {
-  mixcclAdaptor_v1_t t = mixccl_plugin::tableHeader("mpi", MIXCCL_ADAPTOR_HOST_MEMORY, init);
-  MIXCCL_HOST_RUNTIME_ENTRIES(t);
-  MIXCCL_COLLECTIVE_ENTRIES(t);
+// Host memory: the device runtime is left out (mixccl's host runtime serves it).
+mixcclAdaptor_v2_t makeTable() {
+  mixcclAdaptor_v2_t t = mixccl_plugin::tableHeader("mpi", MIXCCL_ADAPTOR_HOST_MEMORY, init);
+  MIXCCL_NATIVE_LIBRARY_ENTRIES(t);
+  MIXCCL_NCCL_COLLECTIVE_ENTRIES(t);
+  MIXCCL_POINT_TO_POINT_ENTRIES(t);
   return t;
 }
 
 }  // namespace
 
 MIXCCL_EXPORT_ADAPTOR;
-const mixcclAdaptor_v1_t mixcclAdaptor_v1 = makeTable();
+const mixcclAdaptor_v2_t mixcclAdaptor_v2 = makeTable();

@@ -224,12 +224,11 @@ mixcclResult_t launchHostFunc(void* s, void (*fn)(void*), void* arg) {
   return cuda(api.cudaLaunchHostFunc(s, fn, arg), "cudaLaunchHostFunc");
 }
 
-int supports(const char* coll, mixcclDataType_t type, mixcclRedOp_t op) {
+int supports(mixcclAdaptorColl_t, mixcclDataType_t type, mixcclRedOp_t op) {
   if (!gInitOk || type < 0 || type >= mixcclNumTypes || op < 0 || op >= mixcclNumOps) return 0;
   if (type == mixcclBfloat16 && ncclVersion < 21000) return 0;  // bf16: NCCL 2.10
   if ((type == mixcclFloat8e4m3 || type == mixcclFloat8e5m2) && ncclVersion < 21900) return 0;
-  (void)coll;  // NCCL runs every collective on every datatype and op it knows
-  return 1;
+  return 1;  // NCCL runs every collective of its table on every datatype and op it knows
 }
 
 mixcclResult_t getUniqueId(void* id) {
@@ -291,14 +290,19 @@ mixcclResult_t recv(void* r, size_t n, mixcclDataType_t t, int peer, void* c, vo
 mixcclResult_t groupStart() { NEED_INIT("groupStart"); return nccl(api.ncclGroupStart(), "ncclGroupStart"); }
 mixcclResult_t groupEnd() { NEED_INIT("groupEnd"); return nccl(api.ncclGroupEnd(), "ncclGroupEnd"); }
 
-mixcclAdaptor_v1_t makeTable() {
-  mixcclAdaptor_v1_t t = mixccl_plugin::tableHeader("nccl", MIXCCL_ADAPTOR_DEVICE_MEMORY, init);
+// AlltoAll, Gather and Scatter are left out: mixccl composes them from ncclSend/ncclRecv
+// (older NCCL releases have no ncclAlltoAll/ncclGather/ncclScatter, and the table is fixed
+// before init knows which library it loaded).
+mixcclAdaptor_v2_t makeTable() {
+  mixcclAdaptor_v2_t t = mixccl_plugin::tableHeader("nccl", MIXCCL_ADAPTOR_DEVICE_MEMORY, init);
   MIXCCL_DEVICE_RUNTIME_ENTRIES(t);
-  MIXCCL_COLLECTIVE_ENTRIES(t);
+  MIXCCL_NATIVE_LIBRARY_ENTRIES(t);
+  MIXCCL_NCCL_COLLECTIVE_ENTRIES(t);
+  MIXCCL_POINT_TO_POINT_ENTRIES(t);
   return t;
 }
 
 }  // namespace
 
 MIXCCL_EXPORT_ADAPTOR;
-const mixcclAdaptor_v1_t mixcclAdaptor_v1 = makeTable();
+const mixcclAdaptor_v2_t mixcclAdaptor_v2 = makeTable();

@@ -18,7 +18,7 @@ struct EnvParams {
   size_t socketFrameBytes;    // MIXCCL_SOCKET_FRAME_BYTES: largest wire frame on one socket
   int socketBufferBytes;      // MIXCCL_SOCKET_BUFFER_BYTES: same-host SO_SNDBUF/SO_RCVBUF; 0 kernel's
   std::string socketCongestion;  // MIXCCL_SOCKET_CONGESTION: same-host TCP congestion control
-  std::string algo;           // MIXCCL_ALGO: auto, ring, rd (recursive doubling)
+  std::string algo;           // MIXCCL_ALGO: auto, ring, rd (recursive doubling), rh (halving)
   size_t rdThresholdBytes;    // MIXCCL_RD_THRESHOLD: AllReduce below this uses rd
   size_t rhThresholdBytes;    // MIXCCL_RH_THRESHOLD: below this (power-of-two n >= 4) rh
   size_t chunkBytes;          // MIXCCL_CHUNK_BYTES: pipelining unit of ring algorithms

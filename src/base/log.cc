@@ -1,4 +1,4 @@
-#include "core/log.h"
+#include "base/log.h"
 
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -9,7 +9,8 @@
 #include <mutex>
 #include <string>
 
-#include "core/env.h"
+#include "base/env.h"
+#include "base/env_parse.h"
 
 namespace mixccl {
 namespace {
@@ -20,7 +21,15 @@ struct LogConfig {
   char host[64] = {0};
 };
 
+// Names compare without regard to case; an unknown one is named in a warning (a typo must not
+// silently select nothing).
 unsigned parseSubsys(const std::string& spec) {
+  static const struct {
+    const char* name;
+    unsigned mask;
+  } kNames[] = {{"INIT", kLogInit}, {"BOOTSTRAP", kLogBootstrap}, {"NET", kLogNet},
+                {"PROXY", kLogProxy}, {"COLL", kLogColl},           {"ENV", kLogEnv},
+                {"ALL", kLogAll}};
   if (spec.empty()) return kLogAll;
   bool exclude = spec[0] == '^';
   unsigned mask = 0;
@@ -29,13 +38,18 @@ unsigned parseSubsys(const std::string& spec) {
     size_t end = spec.find(',', pos);
     if (end == std::string::npos) end = spec.size();
     std::string name = spec.substr(pos, end - pos);
-    if (name == "INIT") mask |= kLogInit;
-    else if (name == "BOOTSTRAP") mask |= kLogBootstrap;
-    else if (name == "NET") mask |= kLogNet;
-    else if (name == "PROXY") mask |= kLogProxy;
-    else if (name == "COLL") mask |= kLogColl;
-    else if (name == "ENV") mask |= kLogEnv;
-    else if (name == "ALL") mask |= kLogAll;
+    bool known = false;
+    for (const auto& n : kNames) {
+      if (equalsIgnoreCase(name, n.name)) {
+        mask |= n.mask;
+        known = true;
+      }
+    }
+    if (!known && !name.empty())
+      fprintf(stderr,
+              "mixccl WARN ignoring '%s' in MIXCCL_DEBUG_SUBSYS=%s (expected names among INIT, "
+              "BOOTSTRAP, NET, PROXY, COLL, ENV, ALL, in any case)\n",
+              name.c_str(), spec.c_str());
     pos = end + 1;
   }
   return exclude ? ~mask : mask;

@@ -1,4 +1,4 @@
-#include "core/domains.h"
+#include "topology/domains.h"
 
 #include <cerrno>
 #include <cstring>
@@ -6,7 +6,7 @@
 #include <map>
 #include <utility>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace mixccl {
 

@@ -1,0 +1,189 @@
+// mixcclCommInspect across real ranks: the transport of every peer, the algorithm by size and
+// rank count, domains and adaptors, and every error (exact message, communicator still usable).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+extern "C" {
+#include "rank_harness.h"
+}
+#include "rank_check.h"
+
+namespace {
+
+std::string inspected(mixcclComm_t comm, const std::string& key) {
+  char value[256];
+  if (mixcclCommInspect(comm, key.c_str(), value, sizeof(value)) != mixcclSuccess)
+    return "error: " + std::string(mixcclGetLastError(comm));
+  return value;
+}
+
+// The call fails with mixcclInvalidArgument and exactly this message, and leaves value as it was.
+bool failsWith(mixcclComm_t comm, const char* key, size_t size, const std::string& message) {
+  char value[64] = "untouched";
+  mixcclResult_t res = mixcclCommInspect(comm, key, size ? value : nullptr, size);
+  std::string got = mixcclGetLastError(comm);
+  if (res == mixcclInvalidArgument && got == message && !strcmp(value, "untouched")) return true;
+  fprintf(stderr, "key %s: got %d, message '%s'; expected '%s'\n", key ? key : "(null)", (int)res,
+          got.c_str(), message.c_str());
+  return false;
+}
+
+bool allReduceWorks(mixcclComm_t comm, int nranks) {
+  std::vector<int> buf(5, 1);
+  if (mixcclAllReduce(buf.data(), buf.data(), buf.size(), mixcclInt, mixcclSum, comm, nullptr) !=
+      mixcclSuccess)
+    return false;
+  for (int v : buf)
+    if (v != nranks) return false;
+  return true;
+}
+
+// Every peer's transport is *arg ("shm" or "socket").
+int transportRank(mixcclComm_t comm, int rank, int nranks, void* arg) {
+  const std::string want = static_cast<const char*>(arg);
+  for (int p = 0; p < nranks; ++p)
+    if (p != rank) RANK_CHECK(inspected(comm, "transport." + std::to_string(p)) == want);
+  RANK_CHECK(allReduceWorks(comm, nranks));
+  return 0;
+}
+
+TEST(Inspect, SharedMemoryOnOneHostByDefault) {
+  gHarnessNet = nullptr;
+  EXPECT_EQ(runRanks(3, transportRank, (void*)"shm", 60), 0);
+}
+
+TEST(Inspect, NetSocketGivesSocketsToEveryPeer) {
+  gHarnessNet = "socket";
+  EXPECT_EQ(runRanks(3, transportRank, (void*)"socket", 60), 0);
+  gHarnessNet = nullptr;
+}
+
+TEST(Inspect, NetShmGivesSharedMemoryOnOneHost) {
+  gHarnessNet = "shm";
+  EXPECT_EQ(runRanks(3, transportRank, (void*)"shm", 60), 0);
+  gHarnessNet = nullptr;
+}
+
+// The default thresholds (docs/environment.md): below MIXCCL_RD_THRESHOLD (64 KiB) recursive
+// doubling; power-of-two rank counts of 4+ recursive halving below MIXCCL_RH_THRESHOLD (4 MiB)
+// and recursive-doubling AllGathers whose result is below it; the ring otherwise.
+int algoRank(mixcclComm_t comm, int rank, int nranks, void*) {
+  const bool powerOfTwo4 = nranks == 4;
+  RANK_CHECK(inspected(comm, "algo.allreduce.8") == "rd");
+  RANK_CHECK(inspected(comm, "algo.allreduce.65535") == "rd");
+  RANK_CHECK(inspected(comm, "algo.allreduce.65536") == (powerOfTwo4 ? "rh" : "ring"));
+  RANK_CHECK(inspected(comm, "algo.allreduce.4194303") == (powerOfTwo4 ? "rh" : "ring"));
+  RANK_CHECK(inspected(comm, "algo.allreduce.4194304") == "ring");
+  RANK_CHECK(inspected(comm, "algo.allgather.0") == (powerOfTwo4 ? "rd" : "ring"));
+  RANK_CHECK(inspected(comm, "algo.allgather.4194303") == (powerOfTwo4 ? "rd" : "ring"));
+  RANK_CHECK(inspected(comm, "algo.allgather.4194304") == "ring");
+  return 0;
+}
+
+TEST(Inspect, AlgorithmFollowsSizeAndRankCount) {
+  EXPECT_EQ(runRanks(4, algoRank, nullptr, 60), 0);
+  EXPECT_EQ(runRanks(3, algoRank, nullptr, 60), 0);
+}
+
+int oneDomainRank(mixcclComm_t comm, int rank, int nranks, void*) {
+  RANK_CHECK(inspected(comm, "domains") == "0,0,0");
+  for (int r = 0; r < nranks; ++r) RANK_CHECK(inspected(comm, "adaptor." + std::to_string(r)) == "host");
+  return 0;
+}
+
+TEST(Inspect, OneHostJobIsOneHostDomain) { EXPECT_EQ(runRanks(3, oneDomainRank, nullptr, 60), 0); }
+
+#ifdef MIXCCL_TEST_HAVE_GLOO
+// Ranks on different adaptors form domains; AllReduce then runs across domains, AllGather with
+// the flat algorithm over every rank; a job on one native adaptor hands both to its library.
+int mixedDomainsRank(mixcclComm_t comm, int rank, int nranks, void*) {
+  RANK_CHECK(inspected(comm, "domains") == "0,1,1");
+  RANK_CHECK(inspected(comm, "adaptor.0") == "host");
+  RANK_CHECK(inspected(comm, "adaptor.1") == "gloo");
+  RANK_CHECK(inspected(comm, "adaptor.2") == "gloo");
+  RANK_CHECK(inspected(comm, "algo.allreduce.8") == "hierarchical");
+  RANK_CHECK(inspected(comm, "algo.allgather.8") == "ring");
+  RANK_CHECK(allReduceWorks(comm, nranks));
+  return 0;
+}
+
+int nativeDomainRank(mixcclComm_t comm, int rank, int nranks, void*) {
+  RANK_CHECK(inspected(comm, "domains") == "0,0");
+  RANK_CHECK(inspected(comm, "adaptor.1") == "gloo");
+  RANK_CHECK(inspected(comm, "algo.allreduce.8") == "native");
+  RANK_CHECK(inspected(comm, "algo.allgather.8") == "native");
+  return 0;
+}
+
+TEST(Inspect, AdaptorsFormDomains) {
+  gHarnessAdaptors = "host,gloo,gloo";
+  EXPECT_EQ(runRanks(3, mixedDomainsRank, nullptr, 60), 0);
+  gHarnessAdaptors = "gloo,gloo";
+  EXPECT_EQ(runRanks(2, nativeDomainRank, nullptr, 60), 0);
+  gHarnessAdaptors = nullptr;
+}
+#endif
+
+int errorsRank(mixcclComm_t comm, int rank, int nranks, void*) {
+  const std::string f = "mixcclCommInspect: ";
+  RANK_CHECK(failsWith(comm, "nosuchkey", 64, f + "unknown key 'nosuchkey' (keys: transport.<peer>, "
+             "algo.allreduce.<bytes>, algo.allgather.<bytes>, domains, adaptor.<rank>)"));
+  RANK_CHECK(failsWith(comm, "algo.reduce.8", 64, f + "unknown key 'algo.reduce.8' (keys: "
+             "transport.<peer>, algo.allreduce.<bytes>, algo.allgather.<bytes>, domains, "
+             "adaptor.<rank>)"));
+  RANK_CHECK(failsWith(comm, "transport.3", 64,
+                       f + "key 'transport.3': no rank 3 in this communicator of 3 ranks"));
+  RANK_CHECK(failsWith(comm, "transport.-1", 64, f + "key 'transport.-1': '-1' is not a rank number"));
+  RANK_CHECK(failsWith(comm, "transport.", 64, f + "key 'transport.': '' is not a rank number"));
+  RANK_CHECK(failsWith(comm, "transport.1x", 64, f + "key 'transport.1x': '1x' is not a rank number"));
+  RANK_CHECK(failsWith(comm, "transport.99999999999999999999", 64,
+                       f + "key 'transport.99999999999999999999': '99999999999999999999' is not a "
+                       "rank number"));
+  const std::string self = "transport." + std::to_string(rank);
+  RANK_CHECK(failsWith(comm, self.c_str(), 64, f + "key '" + self + "': rank " +
+                       std::to_string(rank) + " is this rank (a transport joins two ranks)"));
+  RANK_CHECK(failsWith(comm, "adaptor.7", 64,
+                       f + "key 'adaptor.7': no rank 7 in this communicator of 3 ranks"));
+  RANK_CHECK(failsWith(comm, "algo.allreduce.1k", 64,
+                       f + "key 'algo.allreduce.1k': '1k' is not a byte count"));
+  RANK_CHECK(failsWith(comm, "algo.allgather.", 64, f + "key 'algo.allgather.': '' is not a byte count"));
+  // "0,0,0" needs 6 bytes with its NUL.
+  RANK_CHECK(failsWith(comm, "domains", 5,
+                       f + "key 'domains': the value '0,0,0' needs 6 bytes, valueSize is 5"));
+  RANK_CHECK(failsWith(comm, "domains", 0, f + "key 'domains': value is NULL"));
+  RANK_CHECK(failsWith(comm, nullptr, 64, f + "key is NULL"));
+  char exact[6];
+  RANK_CHECK(mixcclCommInspect(comm, "domains", exact, sizeof(exact)) == mixcclSuccess);
+  RANK_CHECK(!strcmp(exact, "0,0,0"));
+  RANK_CHECK(allReduceWorks(comm, nranks));
+  return 0;
+}
+
+TEST(Inspect, ErrorsNameTheKeyAndLeaveTheCommUsable) {
+  EXPECT_EQ(runRanks(3, errorsRank, nullptr, 60), 0);
+  char value[8];
+  EXPECT_EQ(mixcclCommInspect(nullptr, "domains", value, sizeof(value)), mixcclInvalidArgument);
+  EXPECT_STREQ(mixcclGetLastError(nullptr), "mixcclCommInspect: comm is NULL");
+}
+
+// Before a non-blocking init has finished there is nothing to inspect yet.
+TEST(Inspect, RefusedWhileInitialising) {
+  mixcclUniqueId id;
+  ASSERT_EQ(mixcclGetUniqueId(&id), mixcclSuccess);
+  mixcclConfig_t config = MIXCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  mixcclComm_t comm = nullptr;
+  // Rank 1 never comes, so the init stays in progress.
+  ASSERT_EQ(mixcclCommInitRankConfig(&comm, 2, id, 0, &config), mixcclInProgress);
+  char value[64];
+  EXPECT_EQ(mixcclCommInspect(comm, "domains", value, sizeof(value)), mixcclInvalidArgument);
+  EXPECT_STREQ(mixcclGetLastError(comm),
+               "mixcclCommInspect: the communicator is still initialising (non-blocking init): "
+               "poll mixcclCommGetAsyncError until it returns mixcclSuccess first");
+  EXPECT_EQ(mixcclCommAbort(comm), mixcclSuccess);
+}
+
+}  // namespace
