@@ -332,10 +332,13 @@ void Proxy::failEverything() {
   uint32_t who = culprit >= 0 ? (uint32_t)culprit : UINT32_MAX;
   for (ControlChannel& c : control_)
     if (c.valid() && c.peer() != culprit) c.send(kFrameFlagPeerFailed, who, false);
-  std::vector<TransportRequest*> reqs(live_.begin(), live_.end());
-  for (TransportRequest* r : reqs) complete(r, code);
+  // Connections let go of every request first: a library transport (UCX) may still write into
+  // a receive's buffer until it has cancelled it, and the poster may reuse the buffer as soon
+  // as the request is failed. Requests the abandon finished are no longer live.
   for (std::unique_ptr<Connection>& c : conns_)
     if (c) c->abandon();
+  std::vector<TransportRequest*> reqs(live_.begin(), live_.end());
+  for (TransportRequest* r : reqs) complete(r, code);
   for (size_t i = 0; i < slots_.size(); ++i) applyInterest((int)i, 0);
   for (ControlChannel& c : control_) c.shutdown();
 }

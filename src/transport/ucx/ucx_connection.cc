@@ -1,0 +1,284 @@
+#include "transport/ucx/ucx_connection.h"
+
+#include <sched.h>
+
+#include <vector>
+
+#include "base/clock.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "transport/ucx/ucx_tag.h"
+
+namespace mixccl {
+namespace {
+
+// How long Destroy may spend letting UCX finish with this peer: flushing a clean endpoint,
+// then draining what a forced close cancelled. Past it the endpoint is given up on (UCX
+// releases it with the worker); a dead or stopped peer never makes Destroy hang.
+constexpr int kFlushBoundMs = 1000;
+constexpr int kDrainBoundMs = 500;
+
+void onSendDone(void* request, ucs_status_t status, void* user) {
+  auto* op = static_cast<UcxConnection::Op*>(user);
+  op->ucxRequest = nullptr;
+  ucp_request_free(request);
+  if (op->conn)
+    op->conn->finish(op, status, 0);
+  else
+    delete op;  // its connection is gone (Destroy gave up waiting for it)
+}
+
+void onRecvDone(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info, void* user) {
+  auto* op = static_cast<UcxConnection::Op*>(user);
+  op->ucxRequest = nullptr;
+  size_t length = status == UCS_OK && info ? info->length : 0;
+  ucp_request_free(request);
+  if (op->conn)
+    op->conn->finish(op, status, length);
+  else
+    delete op;
+}
+
+void onEndpointError(void* arg, ucp_ep_h, ucs_status_t status) {
+  static_cast<UcxConnection*>(arg)->endpointFailed(status);
+}
+
+bool inProgress(void* request) {
+  return request && ucp_request_check_status(request) == UCS_INPROGRESS;
+}
+
+}  // namespace
+
+UcxConnection::UcxConnection(int peer, std::string peerName, std::shared_ptr<UcxWorker> worker,
+                             const UcxKeys& keys, bool drivesWorker)
+    : Connection(peer), peerName_(std::move(peerName)), worker_(std::move(worker)), keys_(keys),
+      drivesWorker_(drivesWorker) {}
+
+Result UcxConnection::open(int rank, const std::vector<uint8_t>& peerAddress) {
+  ucp_ep_params_t p{};
+  p.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                 UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  p.address = reinterpret_cast<const ucp_address_t*>(peerAddress.data());
+  // PEER: UCX detects a dead peer (where the transport can) and fails its requests instead of
+  // leaving them pending; also what a forced close requires on both sides.
+  p.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  p.err_handler.cb = onEndpointError;
+  p.err_handler.arg = this;
+  ucs_status_t st = ucp_ep_create(worker_->handle(), &p, &ep_);
+  if (st != UCS_OK) {
+    ep_ = nullptr;
+    return raiseError(mixcclSystemError, "rank %d: transport 'ucx': cannot create an endpoint to "
+                      "%s: %s (%s)", rank, peerName_.c_str(), ucxStatusText(st),
+                      ucxTlsSetting().c_str());
+  }
+  return mixcclSuccess;
+}
+
+UcxConnection::~UcxConnection() {
+  bool clean = !abandoned_ && !failed_ && !(events_ && events_->failed());
+  if (clean && ep_) {
+    // Our goodbye and every completed send must reach the peer before the endpoint goes: a
+    // bounded flush, then the close itself need not wait for the peer.
+    ucp_request_param_t p{};
+    void* flush = ucp_ep_flush_nbx(ep_, &p);
+    if (UCS_PTR_IS_PTR(flush)) {
+      Deadline d = Deadline::afterSeconds(kFlushBoundMs / 1000.0);
+      while (inProgress(flush) && !d.expired())
+        if (!worker_->progress()) sched_yield();
+      if (inProgress(flush)) ucp_request_cancel(worker_->handle(), flush);
+      ucp_request_free(flush);
+    }
+  }
+  for (Op* op : ops_) op->req = nullptr;
+  closeEndpoint(true, kDrainBoundMs);
+  // What UCX still holds after the bound is orphaned: its callback frees the record.
+  for (Op* op : ops_) op->conn = nullptr;
+}
+
+Result UcxConnection::start(TransportEvents* events) {
+  events_ = events;
+  if (drivesWorker_) events_->setInterest(this, 0, worker_->eventFd(), EPOLLIN);
+  postByeRecv();
+  if (failed_) endpointFailed(failure_);  // UCX spoke up before the engine existed
+  return mixcclSuccess;
+}
+
+void UcxConnection::postByeRecv() {
+  Op* op = new Op;
+  op->conn = this;
+  op->kind = Op::ByeRecv;
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                   UCP_OP_ATTR_FIELD_RECV_INFO;
+  p.cb.recv = onRecvDone;
+  p.user_data = op;
+  p.recv_info.tag_info = &op->info;
+  ucs_status_ptr_t sp = ucp_tag_recv_nbx(worker_->handle(), nullptr, 0,
+                                         ucxTag(keys_.recvByeKey, 0), kUcxFullTagMask, &p);
+  if (UCS_PTR_IS_PTR(sp)) {
+    op->ucxRequest = sp;
+    ops_.insert(op);
+  } else {
+    finish(op, UCS_PTR_STATUS(sp), op->info.length);
+  }
+}
+
+void UcxConnection::postSend(TransportRequest* r) {
+  r->seq = sendSeq_++;
+  Op* op = new Op;
+  op->conn = this;
+  op->req = r;
+  op->kind = Op::Send;
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  p.cb.send = onSendDone;
+  p.user_data = op;
+  ucs_status_ptr_t sp = ucp_tag_send_nbx(ep_, r->buf, r->bytes, ucxTag(keys_.sendKey, r->seq), &p);
+  if (UCS_PTR_IS_PTR(sp)) {
+    op->ucxRequest = sp;
+    ops_.insert(op);
+  } else {
+    finish(op, UCS_PTR_STATUS(sp), 0);  // done at once (UCS_OK) or refused
+  }
+}
+
+void UcxConnection::postRecv(TransportRequest* r) {
+  r->seq = recvSeq_++;
+  Op* op = new Op;
+  op->conn = this;
+  op->req = r;
+  op->kind = Op::Recv;
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                   UCP_OP_ATTR_FIELD_RECV_INFO;
+  p.cb.recv = onRecvDone;
+  p.user_data = op;
+  p.recv_info.tag_info = &op->info;
+  // The full mask: only a message with exactly this key and number can land in r->buf.
+  ucs_status_ptr_t sp = ucp_tag_recv_nbx(worker_->handle(), r->buf, r->bytes,
+                                         ucxTag(keys_.recvKey, r->seq), kUcxFullTagMask, &p);
+  if (UCS_PTR_IS_PTR(sp)) {
+    op->ucxRequest = sp;
+    ops_.insert(op);
+  } else {
+    ucs_status_t st = UCS_PTR_STATUS(sp);
+    finish(op, st, st == UCS_OK ? op->info.length : 0);
+  }
+}
+
+void UcxConnection::finish(Op* op, ucs_status_t status, size_t length) {
+  ops_.erase(op);
+  TransportRequest* r = op->req;
+  Op::Kind kind = op->kind;
+  delete op;
+  if (kind == Op::ByeSend) return;
+  if (kind == Op::ByeRecv) {
+    if (status != UCS_OK || abandoned_ || !events_) return;  // cancelled at the end
+    peerLeft_ = true;
+    bool pending = false;
+    for (Op* o : ops_) pending = pending || o->kind == Op::Send || o->kind == Op::Recv;
+    events_->peerLeft(peer(), pending);
+    return;
+  }
+  if (!r || !events_) return;  // abandoned: the engine has failed the request itself
+  if (status == UCS_OK && kind == Op::Recv && length != r->bytes) {
+    events_->protocolError(peer(), "sent " + std::to_string(length) + " bytes to a receive of " +
+                                       std::to_string(r->bytes) + " bytes (over ucx)");
+    return;
+  }
+  if (status == UCS_ERR_MESSAGE_TRUNCATED) {
+    events_->protocolError(peer(), "sent more than " + std::to_string(r->bytes) +
+                                       " bytes to a receive of " + std::to_string(r->bytes) +
+                                       " bytes (over ucx)");
+    return;
+  }
+  if (status != UCS_OK) {
+    fail(std::string(kind == Op::Send ? "send" : "receive") + " failed in UCX: " +
+         ucxStatusText(status));
+    return;
+  }
+  bytes_ += r->bytes;
+  events_->complete(r, mixcclSuccess);
+}
+
+void UcxConnection::fail(const std::string& what) {
+  if (abandoned_ || !events_) return;
+  events_->peerFailed(peer(), what);
+}
+
+void UcxConnection::endpointFailed(ucs_status_t status) {
+  failed_ = true;
+  failure_ = status;
+  // After the peer's goodbye its endpoint going away is the expected end, not a failure.
+  if (peerLeft_ || abandoned_ || !events_) return;
+  events_->peerFailed(peer(), std::string("UCX reports the endpoint failed (") +
+                                  ucxStatusText(status) + ")");
+}
+
+void UcxConnection::onEvent(int, uint32_t) { worker_->progress(); }
+
+void UcxConnection::poll() { worker_->progress(); }
+
+bool UcxConnection::prepareToBlock() {
+  if (!drivesWorker_) return true;
+  if (worker_->progress()) return false;
+  return worker_->arm();
+}
+
+// Called after the peer's goodbye on the control connection: its UCX goodbye was sent before
+// that, so a look at the worker finds it unless it is still on the way.
+void UcxConnection::onDoorbell() { worker_->progress(); }
+
+void UcxConnection::goodbye() {
+  if (byeSent_ || failed_ || abandoned_ || !ep_) return;
+  byeSent_ = true;
+  Op* op = new Op;
+  op->conn = this;
+  op->kind = Op::ByeSend;
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  p.cb.send = onSendDone;
+  p.user_data = op;
+  ucs_status_ptr_t sp = ucp_tag_send_nbx(ep_, nullptr, 0, ucxTag(keys_.sendByeKey, 0), &p);
+  if (UCS_PTR_IS_PTR(sp)) {
+    op->ucxRequest = sp;
+    ops_.insert(op);
+  } else {
+    delete op;
+  }
+}
+
+void UcxConnection::abandon() {
+  if (abandoned_) return;
+  abandoned_ = true;
+  for (Op* op : ops_) op->req = nullptr;
+  closeEndpoint(true, kDrainBoundMs);
+}
+
+void UcxConnection::closeEndpoint(bool force, int boundMs) {
+  // Receives wait in the worker's queue, not on the endpoint: cancel them explicitly (their
+  // callbacks may run inside the cancel, so walk a copy).
+  std::vector<Op*> recvs;
+  for (Op* op : ops_)
+    if ((op->kind == Op::Recv || op->kind == Op::ByeRecv) && op->ucxRequest) recvs.push_back(op);
+  for (Op* op : recvs)
+    if (ops_.count(op) && op->ucxRequest) ucp_request_cancel(worker_->handle(), op->ucxRequest);
+  void* closing = nullptr;
+  if (ep_) {
+    ucp_request_param_t p{};
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    p.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+    ucs_status_ptr_t sp = ucp_ep_close_nbx(ep_, &p);
+    ep_ = nullptr;
+    if (UCS_PTR_IS_PTR(sp)) closing = sp;
+  }
+  Deadline d = Deadline::afterSeconds(boundMs / 1000.0);
+  while ((inProgress(closing) || !ops_.empty()) && !d.expired())
+    if (!worker_->progress()) sched_yield();
+  if (closing) ucp_request_free(closing);
+  if (!ops_.empty())
+    WARN(kLogNet, "transport 'ucx': %zu request(s) with %s still held by UCX after %d ms; left "
+         "to UCX", ops_.size(), peerName_.c_str(), boundMs);
+}
+
+}  // namespace mixccl
