@@ -164,7 +164,7 @@ TEST(Config, RejectsBadValues) {
   cfg.netName = "carrier-pigeon";
   EXPECT_EQ(resolveConfig(&cfg, &c), mixcclInvalidArgument);
   EXPECT_EQ(threadLastError(), std::string("network transport 'carrier-pigeon' is not available (have: auto, socket, shm") +
-            (netBuilt("ucx") ? ", ucx)" : ")")));
+            (netBuilt("ucx") ? ", ucx)" : ")"));
   cfg = MIXCCL_CONFIG_INITIALIZER;
   cfg.blocking = 2;
   EXPECT_EQ(resolveConfig(&cfg, &c), mixcclInvalidArgument);

@@ -33,6 +33,12 @@ void onRecvDone(void* request, ucs_status_t status, const ucp_tag_recv_info_t* i
   op->ucxRequest = nullptr;
   size_t length = status == UCS_OK && info ? info->length : 0;
   ucp_request_free(request);
+  if (op->posting) {  // completed inside ucp_tag_recv_nbx: the poster finishes it
+    op->completedInline = true;
+    op->status = status;
+    op->length = length;
+    return;
+  }
   if (op->conn)
     op->conn->finish(op, status, length);
   else
@@ -61,16 +67,27 @@ Result UcxConnection::open(int rank, const std::vector<uint8_t>& peerAddress) {
   p.address = reinterpret_cast<const ucp_address_t*>(peerAddress.data());
   // PEER: UCX detects a dead peer (where the transport can) and fails its requests instead of
   // leaving them pending; also what a forced close requires on both sides.
-  p.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  p.err_mode = worker_->peerErrorMode() ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
   p.err_handler.cb = onEndpointError;
   p.err_handler.arg = this;
   ucs_status_t st = ucp_ep_create(worker_->handle(), &p, &ep_);
+  if (st == UCS_ERR_UNREACHABLE && p.err_mode == UCP_ERR_HANDLING_MODE_PEER) {
+    // The transports in force (UCX_TLS=sm: posix, sysv, cma) cannot detect a dead peer, so
+    // UCX refuses PEER mode; without it the control connection still tells of a peer's death.
+    worker_->disablePeerErrorMode();
+    INFO(kLogInit | kLogNet, "rank %d: UCX cannot detect peer failures over the transports in "
+         "force (%s): endpoints without UCP_ERR_HANDLING_MODE_PEER; the control connection "
+         "detects a dead peer", rank, ucxTlsSetting().c_str());
+    p.err_mode = UCP_ERR_HANDLING_MODE_NONE;
+    st = ucp_ep_create(worker_->handle(), &p, &ep_);
+  }
   if (st != UCS_OK) {
     ep_ = nullptr;
     return raiseError(mixcclSystemError, "rank %d: transport 'ucx': cannot create an endpoint to "
                       "%s: %s (%s)", rank, peerName_.c_str(), ucxStatusText(st),
                       ucxTlsSetting().c_str());
   }
+  peerErrorMode_ = p.err_mode == UCP_ERR_HANDLING_MODE_PEER;
   return mixcclSuccess;
 }
 
@@ -107,19 +124,30 @@ void UcxConnection::postByeRecv() {
   Op* op = new Op;
   op->conn = this;
   op->kind = Op::ByeRecv;
+  postTagRecv(op, nullptr, 0, ucxTag(keys_.recvByeKey, 0));
+}
+
+// UCX 1.13 leaves recv_info unfilled when a tagged receive completes at once (a message that
+// was already waiting), so the length of such a message would be unknown. Denying immediate
+// completion makes UCX report every receive through the callback, with its length; the
+// callback may then run inside ucp_tag_recv_nbx, which op->posting tells it.
+void UcxConnection::postTagRecv(Op* op, void* buf, size_t bytes, uint64_t tag) {
   ucp_request_param_t p{};
   p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                   UCP_OP_ATTR_FIELD_RECV_INFO;
+                   UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
   p.cb.recv = onRecvDone;
   p.user_data = op;
-  p.recv_info.tag_info = &op->info;
-  ucs_status_ptr_t sp = ucp_tag_recv_nbx(worker_->handle(), nullptr, 0,
-                                         ucxTag(keys_.recvByeKey, 0), kUcxFullTagMask, &p);
-  if (UCS_PTR_IS_PTR(sp)) {
+  op->posting = true;
+  // The full mask: only a message with exactly this key and number can land in buf.
+  ucs_status_ptr_t sp = ucp_tag_recv_nbx(worker_->handle(), buf, bytes, tag, kUcxFullTagMask, &p);
+  op->posting = false;
+  if (op->completedInline) {
+    finish(op, op->status, op->length);
+  } else if (UCS_PTR_IS_PTR(sp)) {
     op->ucxRequest = sp;
     ops_.insert(op);
   } else {
-    finish(op, UCS_PTR_STATUS(sp), op->info.length);
+    finish(op, UCS_PTR_STATUS(sp), 0);
   }
 }
 
@@ -148,22 +176,7 @@ void UcxConnection::postRecv(TransportRequest* r) {
   op->conn = this;
   op->req = r;
   op->kind = Op::Recv;
-  ucp_request_param_t p{};
-  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                   UCP_OP_ATTR_FIELD_RECV_INFO;
-  p.cb.recv = onRecvDone;
-  p.user_data = op;
-  p.recv_info.tag_info = &op->info;
-  // The full mask: only a message with exactly this key and number can land in r->buf.
-  ucs_status_ptr_t sp = ucp_tag_recv_nbx(worker_->handle(), r->buf, r->bytes,
-                                         ucxTag(keys_.recvKey, r->seq), kUcxFullTagMask, &p);
-  if (UCS_PTR_IS_PTR(sp)) {
-    op->ucxRequest = sp;
-    ops_.insert(op);
-  } else {
-    ucs_status_t st = UCS_PTR_STATUS(sp);
-    finish(op, st, st == UCS_OK ? op->info.length : 0);
-  }
+  postTagRecv(op, r->buf, r->bytes, ucxTag(keys_.recvKey, r->seq));
 }
 
 void UcxConnection::finish(Op* op, ucs_status_t status, size_t length) {
@@ -267,7 +280,9 @@ void UcxConnection::closeEndpoint(bool force, int boundMs) {
   if (ep_) {
     ucp_request_param_t p{};
     p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    p.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+    // A forced close is defined only for endpoints in PEER mode; the others flush (bounded
+    // below: a flush to a dead shared-memory peer completes locally).
+    p.flags = force && peerErrorMode_ ? UCP_EP_CLOSE_FLAG_FORCE : 0;
     ucs_status_ptr_t sp = ucp_ep_close_nbx(ep_, &p);
     ep_ = nullptr;
     if (UCS_PTR_IS_PTR(sp)) closing = sp;

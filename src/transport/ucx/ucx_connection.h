@@ -59,6 +59,8 @@ class UcxConnection : public Connection {
   void goodbye() override;
   void abandon() override;
   uint64_t bytesMoved() const override { return bytes_; }
+  // This rank's worker address (tests play a stranger who learned it).
+  const std::vector<uint8_t>& localAddress() const { return worker_->address(); }
 
   // One UCX request in flight (or the goodbye); public for the C callbacks.
   struct Op {
@@ -67,7 +69,10 @@ class UcxConnection : public Connection {
     TransportRequest* req = nullptr;  // null once abandoned (the engine failed it)
     Kind kind = Send;
     void* ucxRequest = nullptr;
-    ucp_tag_recv_info_t info{};
+    bool posting = false;          // inside ucp_tag_recv_nbx
+    bool completedInline = false;  // its callback ran there: status and length below
+    ucs_status_t status = UCS_OK;
+    size_t length = 0;
   };
   void finish(Op* op, ucs_status_t status, size_t length);
   void endpointFailed(ucs_status_t status);
@@ -75,6 +80,7 @@ class UcxConnection : public Connection {
  private:
   void fail(const std::string& what);
   void postByeRecv();
+  void postTagRecv(Op* op, void* buf, size_t bytes, uint64_t tag);
   // Closes the endpoint (force: without the peer) and progresses the worker until UCX has
   // finished every request of this connection or the bound passes.
   void closeEndpoint(bool force, int boundMs);
@@ -88,6 +94,7 @@ class UcxConnection : public Connection {
   std::unordered_set<Op*> ops_;
   uint32_t sendSeq_ = 0, recvSeq_ = 0;
   bool abandoned_ = false;
+  bool peerErrorMode_ = true;  // the endpoint has UCP_ERR_HANDLING_MODE_PEER
   bool failed_ = false;        // UCX reported the endpoint dead
   ucs_status_t failure_ = UCS_OK;
   bool peerLeft_ = false;      // the peer's goodbye arrived

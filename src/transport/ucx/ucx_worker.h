@@ -44,6 +44,12 @@ class UcxWorker {
   // Arms the event fd; false when events are pending (the caller must not block).
   bool arm();
 
+  // Whether endpoints ask for UCP_ERR_HANDLING_MODE_PEER. UCX refuses it where its transports
+  // cannot detect a dead peer (shared memory: UCX_TLS=sm); the first refusal turns it off for
+  // this worker and the pair's control connection alone tells of a peer's death.
+  bool peerErrorMode() const { return peerErrorMode_; }
+  void disablePeerErrorMode() { peerErrorMode_ = false; }
+
  private:
   UcxWorker() = default;
 
@@ -52,6 +58,7 @@ class UcxWorker {
   std::vector<uint8_t> address_;
   int efd_ = -1;
   bool cuda_ = false;
+  bool peerErrorMode_ = true;
   std::string memoryTypes_;
 };
 
