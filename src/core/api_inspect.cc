@@ -83,6 +83,11 @@ std::string domainIndices(const Comm* comm) {
 Result valueOf(const Comm* comm, const std::string& key, std::string* value) {
   if (startsWith(key, "transport.")) return transportTo(comm, key, key.substr(10), value);
   if (startsWith(key, "transport_why.")) return transportWhy(comm, key, key.substr(14), value);
+  if (startsWith(key, "transport_detail.")) {
+    MIXCCL_CHECK(transportTo(comm, key, key.substr(17), value));
+    *value = comm->proxy->transportDetail(std::stoi(key.substr(17)));
+    return mixcclSuccess;
+  }
   if (startsWith(key, "algo.allreduce.")) return algorithmFor(comm, key, true, key.substr(15), value);
   if (startsWith(key, "algo.allgather.")) return algorithmFor(comm, key, false, key.substr(15), value);
   if (key == "domains") {
@@ -96,7 +101,7 @@ Result valueOf(const Comm* comm, const std::string& key, std::string* value) {
     return mixcclSuccess;
   }
   return raiseError(mixcclInvalidArgument, "%s: unknown key '%s' (keys: transport.<peer>, "
-                    "transport_why.<peer>, algo.allreduce.<bytes>, algo.allgather.<bytes>, domains, adaptor.<rank>)",
+                    "transport_why.<peer>, transport_detail.<peer>, algo.allreduce.<bytes>, algo.allgather.<bytes>, domains, adaptor.<rank>)",
                     kFn, key.c_str());
 }
 

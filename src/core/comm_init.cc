@@ -58,23 +58,6 @@ class ListenerRegistration {
   Comm* comm_;
 };
 
-// What the INFO line says of the connection to peer r beyond its name.
-std::string transportDetail(const Comm* comm, const MeshParams& mesh, const Connection& c, int r) {
-  char buf[128];
-  if (auto* shm = dynamic_cast<const ShmConnection*>(&c)) {
-    snprintf(buf, sizeof(buf), "ring %llu KiB, cross-memory attach %s",
-             (unsigned long long)(shm->link().out.capacity() >> 10),
-             shm->link().cmaSend ? "on" : "off");
-    return buf;
-  }
-  if (dynamic_cast<const SocketConnection*>(&c)) {
-    int n = connectionsTo(mesh, comm->peers, r);
-    snprintf(buf, sizeof(buf), "%d connection%s", n, n == 1 ? "" : "s");
-    return buf;
-  }
-  return c.canMove(MemoryKind::Device) ? "host and device memory" : "host memory";
-}
-
 // Chooses and connects a transport for every pair (transport/net_choice.h says which name
 // chooses what; transport/registry.h how the registry walks its list). The ranks first agree
 // on the name over the control connections; the registry then holds shm (auto and shm only),
@@ -134,8 +117,8 @@ Result connectTransports(Comm* comm, const UniqueIdData& id, const MeshParams& m
     if (plan[r].net != c.transportName())
       why += env().shmDisable ? "; MIXCCL_SHM_DISABLE=1 here" : "; MIXCCL_SHM_DISABLE=1 on the peer";
     comm->transportWhy[r] = why;
-    line += (line.empty() ? "" : "; ") + comm->peerName(r) + ": " + c.transportName() + " (" +
-            transportDetail(comm, mesh, c, r) + ") [" + why + "]";
+    line += (line.empty() ? "" : "; ") + comm->peerName(r) + ": " + c.transportName() + " (" + c.detail() +
+            ") [" + why + "]";
   }
   if (!line.empty()) INFO(kLogInit | kLogNet, "rank %d: transports: %s", rank, line.c_str());
   return mixcclSuccess;

@@ -108,6 +108,11 @@ const char* Proxy::transportName(int peer) const {
   return conns_[peer]->transportName();
 }
 
+std::string Proxy::transportDetail(int peer) const {
+  if (peer < 0 || peer >= params_.nranks || !conns_[peer]) return "";
+  return conns_[peer]->detail();
+}
+
 uint64_t Proxy::bytesMoved(const std::string& transport) const {
   uint64_t n = 0;
   for (const std::unique_ptr<Connection>& c : conns_)
@@ -311,7 +316,7 @@ void Proxy::pumpControl(int peer) {
       // control connection's end, which follows, is no longer watched.
       byeHeard_[peer] = true;
       applyInterest(controlSlot_[peer], 0);
-      if (conns_[peer]) conns_[peer]->onDoorbell();
+      if (conns_[peer]) conns_[peer]->onControlGoodbye();
       return;
     }
     if (h.magic == kFrameMagic && h.flags == kFrameFlagPeerFailed) {

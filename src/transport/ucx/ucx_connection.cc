@@ -12,10 +12,10 @@
 namespace mixccl {
 namespace {
 
-// How long Destroy may spend letting UCX finish with this peer: flushing a clean endpoint,
-// then draining what a forced close cancelled. Past it the endpoint is given up on (UCX
-// releases it with the worker); a dead or stopped peer never makes Destroy hang.
-constexpr int kFlushBoundMs = 1000;
+// How long Destroy may spend letting UCX finish with this peer: sending our goodbye, then
+// draining what a forced close cancelled. Past it the endpoint is given up on (UCX releases it
+// with the worker); a dead or stopped peer never makes Destroy hang.
+constexpr int kByeBoundMs = 200;
 constexpr int kDrainBoundMs = 500;
 
 void onSendDone(void* request, ucs_status_t status, void* user) {
@@ -88,23 +88,25 @@ Result UcxConnection::open(int rank, const std::vector<uint8_t>& peerAddress) {
                       ucxTlsSetting().c_str());
   }
   peerErrorMode_ = p.err_mode == UCP_ERR_HANDLING_MODE_PEER;
+  lanes_ = ucxEndpointTransports(ep_);
   return mixcclSuccess;
 }
 
 UcxConnection::~UcxConnection() {
   bool clean = !abandoned_ && !failed_ && !(events_ && events_->failed());
-  if (clean && ep_) {
-    // Our goodbye and every completed send must reach the peer before the endpoint goes: a
-    // bounded flush, then the close itself need not wait for the peer.
-    ucp_request_param_t p{};
-    void* flush = ucp_ep_flush_nbx(ep_, &p);
-    if (UCS_PTR_IS_PTR(flush)) {
-      Deadline d = Deadline::afterSeconds(kFlushBoundMs / 1000.0);
-      while (inProgress(flush) && !d.expired())
-        if (!worker_->progress()) sched_yield();
-      if (inProgress(flush)) ucp_request_cancel(worker_->handle(), flush);
-      ucp_request_free(flush);
-    }
+  if (clean) {
+    // Our goodbye must leave before the endpoint goes, so the peer tells our exit from a
+    // crash. A flush would wait for the peer to progress (UCX acknowledges over tcp with a
+    // message), which a peer that left first never does; the goodbye's local completion
+    // needs nothing from the peer, the endpoint being wired up since init.
+    Deadline d = Deadline::afterSeconds(kByeBoundMs / 1000.0);
+    auto byePending = [&] {
+      for (Op* op : ops_)
+        if (op->kind == Op::ByeSend) return true;
+      return false;
+    };
+    while (byePending() && !d.expired())
+      if (!worker_->progress()) sched_yield();
   }
   for (Op* op : ops_) op->req = nullptr;
   closeEndpoint(true, kDrainBoundMs);
@@ -118,6 +120,34 @@ Result UcxConnection::start(TransportEvents* events) {
   postByeRecv();
   if (failed_) endpointFailed(failure_);  // UCX spoke up before the engine existed
   return mixcclSuccess;
+}
+
+void UcxConnection::postHello() {
+  helloPending_ = 2;
+  Op* recv = new Op;
+  recv->conn = this;
+  recv->kind = Op::HelloRecv;
+  postTagRecv(recv, nullptr, 0, ucxTag(keys_.recvByeKey, 1));
+  Op* send = new Op;
+  send->conn = this;
+  send->kind = Op::HelloSend;
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  p.cb.send = onSendDone;
+  p.user_data = send;
+  ucs_status_ptr_t sp = ucp_tag_send_nbx(ep_, nullptr, 0, ucxTag(keys_.sendByeKey, 1), &p);
+  if (UCS_PTR_IS_PTR(sp)) {
+    send->ucxRequest = sp;
+    ops_.insert(send);
+  } else {
+    finish(send, UCS_PTR_STATUS(sp), 0);
+  }
+}
+
+bool UcxConnection::endpointDead(std::string* why) const {
+  if (!failed_) return false;
+  *why = ucxStatusText(failure_);
+  return true;
 }
 
 void UcxConnection::postByeRecv() {
@@ -185,8 +215,13 @@ void UcxConnection::finish(Op* op, ucs_status_t status, size_t length) {
   Op::Kind kind = op->kind;
   delete op;
   if (kind == Op::ByeSend) return;
+  if (kind == Op::HelloSend || kind == Op::HelloRecv) {
+    if (status == UCS_OK) --helloPending_;
+    else if (!failed_ && status != UCS_ERR_CANCELED) endpointFailed(status);
+    return;
+  }
   if (kind == Op::ByeRecv) {
-    if (status != UCS_OK || abandoned_ || !events_) return;  // cancelled at the end
+    if (status != UCS_OK || abandoned_ || !events_ || peerLeft_) return;  // cancelled, or known
     peerLeft_ = true;
     bool pending = false;
     for (Op* o : ops_) pending = pending || o->kind == Op::Send || o->kind == Op::Recv;
@@ -223,7 +258,7 @@ void UcxConnection::endpointFailed(ucs_status_t status) {
   failed_ = true;
   failure_ = status;
   // After the peer's goodbye its endpoint going away is the expected end, not a failure.
-  if (peerLeft_ || abandoned_ || !events_) return;
+  if (peerLeft_ || controlGoodbye_ || abandoned_ || !events_) return;
   events_->peerFailed(peer(), std::string("UCX reports the endpoint failed (") +
                                   ucxStatusText(status) + ")");
 }
@@ -241,6 +276,20 @@ bool UcxConnection::prepareToBlock() {
 // Called after the peer's goodbye on the control connection: its UCX goodbye was sent before
 // that, so a look at the worker finds it unless it is still on the way.
 void UcxConnection::onDoorbell() { worker_->progress(); }
+
+// The peer has left cleanly: whatever UCX reports of its endpoint from now on (the peer's
+// forced close) is its exit, not a failure. With nothing of ours outstanding the pair is done;
+// otherwise its last messages may still be on the way (the control connection can overtake
+// UCX), and its UCX goodbye, which follows them, decides (finish(), ByeRecv).
+void UcxConnection::onControlGoodbye() {
+  worker_->progress();
+  controlGoodbye_ = true;
+  if (peerLeft_ || !events_) return;
+  for (Op* o : ops_)
+    if (o->kind == Op::Send || o->kind == Op::Recv) return;
+  peerLeft_ = true;
+  events_->peerLeft(peer(), false);
+}
 
 void UcxConnection::goodbye() {
   if (byeSent_ || failed_ || abandoned_ || !ep_) return;

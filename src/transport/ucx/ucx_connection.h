@@ -43,6 +43,14 @@ class UcxConnection : public Connection {
 
   // Creates the endpoint to the peer's worker address (before start()).
   Result open(int rank, const std::vector<uint8_t>& peerAddress);
+  // Wire-up: one empty message each way (tag: the goodbye key, number 1), posted here and
+  // finished by progressing the worker (UcxTransport::connect). An endpoint UCX has wired up
+  // needs nothing from the peer to send later, so a goodbye at Destroy never waits for a peer
+  // that has already gone; and a UCX that cannot reach the peer fails init, not a collective.
+  void postHello();
+  bool helloDone() const { return helloPending_ == 0; }
+  // UCX reported the endpoint failed (status in *why).
+  bool endpointDead(std::string* why) const;
 
   const char* transportName() const override { return "ucx"; }
   bool canMove(MemoryKind kind) const override {
@@ -56,15 +64,19 @@ class UcxConnection : public Connection {
   void poll() override;
   bool prepareToBlock() override;
   void onDoorbell() override;
+  void onControlGoodbye() override;
   void goodbye() override;
   void abandon() override;
   uint64_t bytesMoved() const override { return bytes_; }
+  // The UCX transports of the endpoint's lanes, "tcp" or "posix,cma" (from ucp_ep_print_info,
+  // the one place UCX 1.13 names them).
+  std::string detail() const override { return lanes_; }
   // This rank's worker address (tests play a stranger who learned it).
   const std::vector<uint8_t>& localAddress() const { return worker_->address(); }
 
   // One UCX request in flight (or the goodbye); public for the C callbacks.
   struct Op {
-    enum Kind : uint8_t { Send, Recv, ByeSend, ByeRecv };
+    enum Kind : uint8_t { Send, Recv, ByeSend, ByeRecv, HelloSend, HelloRecv };
     UcxConnection* conn = nullptr;  // null once the connection is gone
     TransportRequest* req = nullptr;  // null once abandoned (the engine failed it)
     Kind kind = Send;
@@ -97,9 +109,12 @@ class UcxConnection : public Connection {
   bool peerErrorMode_ = true;  // the endpoint has UCP_ERR_HANDLING_MODE_PEER
   bool failed_ = false;        // UCX reported the endpoint dead
   ucs_status_t failure_ = UCS_OK;
-  bool peerLeft_ = false;      // the peer's goodbye arrived
+  bool peerLeft_ = false;      // the peer's goodbye arrived (over UCX or the control connection)
   bool byeSent_ = false;
+  bool controlGoodbye_ = false;  // the peer's goodbye arrived on the control connection
   uint64_t bytes_ = 0;
+  std::string lanes_;
+  int helloPending_ = 0;
 };
 
 }  // namespace mixccl

@@ -1,5 +1,7 @@
 #include "transport/ucx/ucx_transport.h"
 
+#include <sched.h>
+
 #include <string>
 
 #include "base/error.h"
@@ -56,6 +58,30 @@ Result UcxTransport::connect(const TransportSetup& setup, const std::vector<int>
                              mine == mixcclSuccess, "create its UCX endpoint");
   if (mine != mixcclSuccess) return mine;
   MIXCCL_CHECK(agreed);
+
+  // 4. Wire-up (ucx_connection.h, postHello): every pair's ranks are here now, so UCX's
+  //    handshakes complete while both sides progress.
+  for (std::unique_ptr<UcxConnection>& c : made) c->postHello();
+  for (;;) {
+    bool done = true;
+    for (size_t i = 0; i < made.size(); ++i) {
+      std::string why;
+      if (made[i]->endpointDead(&why))
+        return raiseError(mixcclRemoteError, "rank %d: transport 'ucx': the endpoint to %s "
+                          "failed during wire-up: %s (%s)", rank, names[i].c_str(), why.c_str(),
+                          ucxTlsSetting().c_str());
+      done = done && made[i]->helloDone();
+    }
+    if (done) break;
+    if (setup.deadline.expired()) {
+      std::string waiting;
+      for (size_t i = 0; i < made.size(); ++i)
+        if (!made[i]->helloDone()) waiting += (waiting.empty() ? "" : ", ") + names[i];
+      return raiseError(mixcclTimeout, "rank %d: transport 'ucx': no wire-up with %s within the "
+                        "timeout (%s)", rank, waiting.c_str(), ucxTlsSetting().c_str());
+    }
+    if (!worker_->progress()) sched_yield();
+  }
   for (size_t i = 0; i < made.size(); ++i) (*out)[candidates[i]] = std::move(made[i]);
   return mixcclSuccess;
 }

@@ -1,12 +1,40 @@
 #include "transport/ucx/ucx_worker.h"
 
+#include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 #include "base/error.h"
 
 namespace mixccl {
 
 const char* ucxStatusText(ucs_status_t s) { return ucs_status_string(s); }
+
+std::string ucxEndpointTransports(ucp_ep_h ep) {
+  char* text = nullptr;
+  size_t size = 0;
+  FILE* f = open_memstream(&text, &size);
+  if (!f) return "";
+  ucp_ep_print_info(ep, f);
+  fclose(f);
+  // Lines like "#   lane[0]:  0:tcp/lo.0 md[0] -> ...": the name between "N:" and "/".
+  std::vector<std::string> names;
+  std::string all(text ? text : "", size);
+  free(text);
+  for (size_t at = all.find("lane["); at != std::string::npos; at = all.find("lane[", at + 1)) {
+    size_t colon = all.find(':', all.find("]:", at) + 2);
+    size_t slash = all.find('/', colon);
+    size_t eol = all.find('\n', at);
+    if (colon == std::string::npos || slash == std::string::npos || slash > eol) continue;
+    std::string name = all.substr(colon + 1, slash - colon - 1);
+    bool seen = false;
+    for (const std::string& n : names) seen = seen || n == name;
+    if (!seen && !name.empty()) names.push_back(name);
+  }
+  std::string s;
+  for (const std::string& n : names) s += (s.empty() ? "" : ",") + n;
+  return s;
+}
 
 std::string ucxTlsSetting() {
   const char* tls = getenv("UCX_TLS");

@@ -64,6 +64,9 @@ class UcxWorker {
 
 // UCX's name for a status, for messages.
 const char* ucxStatusText(ucs_status_t s);
+// The transports of an endpoint's lanes in lane order without repeats ("tcp", "posix,cma"),
+// parsed from ucp_ep_print_info; "" if UCX printed none.
+std::string ucxEndpointTransports(ucp_ep_h ep);
 // The UCX_TLS in force ("UCX_TLS unset" when UCX chooses), for messages and INFO.
 std::string ucxTlsSetting();
 
