@@ -20,8 +20,10 @@ struct NetHello {
 };
 static_assert(sizeof(NetHello) == 32, "NetHello is part of the wire format");
 
-PairChoice plan(const std::string& name, const std::string& source, bool sameHost,
-                uint32_t myFlags, uint32_t peerFlags) {
+}  // namespace
+
+PairChoice planPair(const std::string& name, const std::string& source, bool sameHost,
+                    bool bothRdma, bool bothUcx) {
   const std::string asked = source == "default" ? "default auto" : source + "=" + name;
   if (name == "socket" || name == "ucx") return {name, asked + ": every pair"};
   if (name == "shm")
@@ -29,16 +31,11 @@ PairChoice plan(const std::string& name, const std::string& source, bool sameHos
                     : PairChoice{"socket", asked + ", other host: shared memory cannot cross hosts"};
   // auto
   if (sameHost) return {"shm", asked + ", same host"};
-  uint32_t both = myFlags & peerFlags;
-  if ((both & kNetHelloRdma) && (both & kNetHelloUcx))
-    return {"ucx", asked + ", other host, both ranks have an active RDMA port"};
-  // The place for ofi: (both & kNetHelloRdma) && (both & kNetHelloOfi) -> "ofi".
-  if (!(both & kNetHelloRdma))
-    return {"socket", asked + ", other host, no active RDMA port on both ranks"};
+  if (bothRdma && bothUcx) return {"ucx", asked + ", other host, both ranks have an active RDMA port"};
+  // The place for ofi: bothRdma && bothOfi -> "ofi".
+  if (!bothRdma) return {"socket", asked + ", other host, no active RDMA port on both ranks"};
   return {"socket", asked + ", other host, RDMA on both ranks but no RDMA transport built in both"};
 }
-
-}  // namespace
 
 bool netBuilt(const std::string& name) {
   if (name == "auto" || name == "socket" || name == "shm") return true;
@@ -87,7 +84,9 @@ Result agreeOnNet(int rank, uint64_t commHash, const std::vector<PeerInfo>& peer
                         "(MIXCCL_NET / config.netName)", rank, mine.name.c_str(),
                         mine.source.c_str(), names[p].c_str(), theirName.c_str());
     bool sameHost = peers[p].hostHash == peers[rank].hostHash;
-    (*out)[p] = plan(mine.name, mine.source, sameHost, hello.flags, theirs.flags);
+    uint32_t both = hello.flags & theirs.flags;
+    (*out)[p] = planPair(mine.name, mine.source, sameHost, (both & kNetHelloRdma) != 0,
+                         (both & kNetHelloUcx) != 0);
   }
   return mixcclSuccess;
 }

@@ -40,6 +40,12 @@ struct PairChoice {
   std::string why;  // one readable reason, for INFO, mixcclCommInspect and the topology dump
 };
 
+// The plan of one pair from what both ranks said (agreeOnNet calls it once they agree on name).
+// source: where the name came from (for why); bothRdma / bothUcx: both ranks have an active
+// RDMA port / a build with ucx.
+PairChoice planPair(const std::string& name, const std::string& source, bool sameHost,
+                    bool bothRdma, bool bothUcx);
+
 // Tells every peer what this rank asked for and reads theirs (over conns[p][0], blocking,
 // bounded), then plans each pair. (*out)[rank] stays empty.
 Result agreeOnNet(int rank, uint64_t commHash, const std::vector<PeerInfo>& peers,

@@ -165,6 +165,15 @@ TEST(Config, RejectsBadValues) {
   EXPECT_EQ(resolveConfig(&cfg, &c), mixcclInvalidArgument);
   EXPECT_EQ(threadLastError(), std::string("network transport 'carrier-pigeon' is not available (have: auto, socket, shm") +
             (netBuilt("ucx") ? ", ucx)" : ")"));
+  // A transport mixccl knows but this build lacks is refused by name, never replaced.
+  for (const char* name : {"ucx", "ofi"}) {
+    if (netBuilt(name)) continue;
+    cfg = MIXCCL_CONFIG_INITIALIZER;
+    cfg.netName = name;
+    EXPECT_EQ(resolveConfig(&cfg, &c), mixcclInvalidArgument);
+    EXPECT_EQ(threadLastError(), std::string("transport '") + name + "' was asked for "
+              "(config.netName) but this mixccl was built without it (have: " + netNamesBuilt() + ")");
+  }
   cfg = MIXCCL_CONFIG_INITIALIZER;
   cfg.blocking = 2;
   EXPECT_EQ(resolveConfig(&cfg, &c), mixcclInvalidArgument);
