@@ -445,6 +445,37 @@ TEST(ProxyTransportUcx, StrangerWithTheAddressButNoKeyCannotInject) {
 }
 #endif
 
+#ifdef MIXCCL_TEST_HAVE_UCX
+// A message of another size than the posted receive fails the receive with mixcclRemoteError
+// naming the peer and both sizes; a longer one is truncated by nobody: UCX refuses it, and not
+// a byte lands past the posted buffer (a guard byte checks it).
+TEST(ProxyTransportUcx, SizeMismatchNamesThePeerAndBothSizes) {
+  struct Case {
+    size_t sent;
+    const char* want;
+  } cases[] = {{50, "rank 0: rank 1 (test) sent 50 bytes to a receive of 100 bytes (over ucx)"},
+               {300000, "rank 0: rank 1 (test) sent more than 100 bytes to a receive of 100 bytes (over ucx)"}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.sent);
+    std::unique_ptr<Pair> pair = makePair("ucx", 1, 65536);
+    Pair& p = *pair;
+    std::vector<uint8_t> in(101, 0xEE), out(c.sent, 0x11);
+    TransportRequest recv(TransportRequest::Kind::Recv, 1, in.data(), 100);
+    TransportRequest send(TransportRequest::Kind::Send, 0, out.data(), out.size());
+    p.p0->post(&recv);
+    p.p1->post(&send);
+    std::thread sender([&] { p.p1->wait(&send, Deadline::afterSeconds(5)); });
+    EXPECT_EQ(p.p0->wait(&recv, Deadline::afterSeconds(10)), mixcclRemoteError);
+    p.p0->abort("test over");
+    sender.join();
+    std::string msg;
+    p.h0.error(&msg);
+    EXPECT_EQ(msg, c.want);
+    EXPECT_EQ(in[100], 0xEE) << "a byte was written past the posted receive";
+  }
+}
+#endif
+
 // Ranks of one process: one thread initialises all of them (possible only because init does
 // not block), then each rank is driven by its own thread, then by one thread in a group.
 TEST(ProxyTransport, NonBlockingInitOfSeveralRanksFromOneThread) {
