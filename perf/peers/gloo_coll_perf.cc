@@ -96,6 +96,8 @@ class Op {
         if (!inPlace_) std::memcpy(recv_, send_, param_ * n * sizeof(float));
         rs_->run();
         break;
+      case PEER_SENDRECV:  // refused in main
+        break;
     }
   }
 
@@ -163,6 +165,11 @@ int main(int argc, char** argv) {
   peer_args a;
   if (peer_parse_args(argc, argv, &a,
                       " -S store_dir [-A ring|bcube|ring_chunked|halving_doubling]") != 0) {
+    return 2;
+  }
+  if (a.coll == PEER_SENDRECV) {
+    std::fprintf(stderr, "gloo_coll_perf: -C sendrecv is not measured for Gloo (perf/compare "
+                         "runs it for mixccl, Open MPI and ucx_perftest only)\n");
     return 2;
   }
   const std::string algo = a.algo ? a.algo : "ring";

@@ -1,4 +1,6 @@
-/* MPI peer benchmark for perf/compare: MPI_Allreduce, MPI_Allgather and MPI_Reduce_scatter_block
+/* MPI peer benchmark for perf/compare: MPI_Allreduce, MPI_Allgather, MPI_Reduce_scatter_block
+ * and MPI_Sendrecv (to rank+1, from rank-1: sendrecv_perf's pattern; in place:
+ * MPI_Sendrecv_replace, timed but not checked, as nccl-tests and sendrecv_perf do)
  * on float32 (sum), timed like the mixccl perf tools (sync, barrier, n timed iterations, average
  * of the ranks' times) and printed in the same table. In-place uses MPI_IN_PLACE.
  *
@@ -27,12 +29,21 @@ static void run(enum peer_coll c, int in_place, float* send, float* recv, size_t
       MPI_Reduce_scatter_block(in_place ? MPI_IN_PLACE : send, recv, cnt, MPI_FLOAT, MPI_SUM,
                                MPI_COMM_WORLD);
       break;
+    case PEER_SENDRECV:
+      if (in_place)
+        MPI_Sendrecv_replace(recv, cnt, MPI_FLOAT, (g_rank + 1) % g_n, 0, (g_rank - 1 + g_n) % g_n,
+                             0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      else
+        MPI_Sendrecv(send, cnt, MPI_FLOAT, (g_rank + 1) % g_n, 0, recv, cnt, MPI_FLOAT,
+                     (g_rank - 1 + g_n) % g_n, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      break;
   }
 }
 
 /* Fills the input, runs once and counts wrong elements over all ranks. */
 static long long check(enum peer_coll c, int in_place, float* send, float* recv, size_t param,
                        size_t nsend, size_t nrecv) {
+  if (c == PEER_SENDRECV && in_place) return 0;
   float* in = in_place ? recv : send;
   for (size_t i = 0; i < nrecv; ++i) recv[i] = -1.0f;
   if (c == PEER_ALLGATHER) {
@@ -47,6 +58,7 @@ static long long check(enum peer_coll c, int in_place, float* send, float* recv,
   for (size_t i = 0; i < n_out; ++i) {
     float want;
     if (c == PEER_ALLGATHER) want = peer_value((int)(i / (param ? param : 1)), i);
+    else if (c == PEER_SENDRECV) want = peer_value((g_rank - 1 + g_n) % g_n, i);
     else if (c == PEER_ALLREDUCE) want = peer_sum(g_n, i);
     else want = peer_sum(g_n, (size_t)g_rank * param + i);
     if (recv[i] != want) ++wrong;

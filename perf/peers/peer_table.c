@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char* kNames[] = {"allreduce", "allgather", "reducescatter"};
+static const char* kNames[] = {"allreduce", "allgather", "reducescatter", "sendrecv"};
 
 const char* peer_coll_name(enum peer_coll c) { return kNames[c]; }
 
@@ -30,7 +30,7 @@ static int parse_size(const char* s, size_t* out) {
 
 static void usage(const char* prog, const char* extra) {
   fprintf(stderr,
-          "usage: %s -C allreduce|allgather|reducescatter [-b min] [-e max] [-f factor | -i step]\n"
+          "usage: %s -C allreduce|allgather|reducescatter|sendrecv [-b min] [-e max] [-f factor | -i step]\n"
           "          [-n iters] [-w warmup] [-c 0|1]%s\n"
           "Float32 (sum) collectives; prints the mixccl perf tools' table.\n",
           prog, extra ? extra : "");
@@ -63,6 +63,7 @@ int peer_parse_args(int argc, char** argv, struct peer_args* a, const char* extr
         if (strcmp(v, "allreduce") == 0) a->coll = PEER_ALLREDUCE;
         else if (strcmp(v, "allgather") == 0) a->coll = PEER_ALLGATHER;
         else if (strcmp(v, "reducescatter") == 0) a->coll = PEER_REDUCESCATTER;
+        else if (strcmp(v, "sendrecv") == 0) a->coll = PEER_SENDRECV;
         else bad = 1;
         break;
       case 'b': bad = parse_size(v, &a->min_bytes); break;
@@ -92,7 +93,7 @@ int peer_parse_args(int argc, char** argv, struct peer_args* a, const char* extr
 void peer_counts(enum peer_coll c, size_t bytes, int nranks, size_t* param, size_t* send,
                  size_t* recv) {
   size_t count = bytes / sizeof(float);
-  if (c == PEER_ALLREDUCE) {
+  if (c == PEER_ALLREDUCE || c == PEER_SENDRECV) {
     *param = *send = *recv = count;
     return;
   }
@@ -108,9 +109,12 @@ void peer_counts(enum peer_coll c, size_t bytes, int nranks, size_t* param, size
 }
 
 void peer_bw(enum peer_coll c, size_t param, int nranks, double sec, double* alg, double* bus) {
-  double bytes = (double)param * sizeof(float) * (c == PEER_ALLREDUCE ? 1 : nranks);
+  double bytes =
+      (double)param * sizeof(float) * (c == PEER_ALLREDUCE || c == PEER_SENDRECV ? 1 : nranks);
   *alg = sec > 0 ? bytes / 1e9 / sec : 0;
-  double f = c == PEER_ALLREDUCE ? 2.0 * (nranks - 1) / nranks : (double)(nranks - 1) / nranks;
+  double f = c == PEER_SENDRECV    ? 1.0
+             : c == PEER_ALLREDUCE ? 2.0 * (nranks - 1) / nranks
+                                   : (double)(nranks - 1) / nranks;
   *bus = *alg * f;
 }
 
@@ -148,7 +152,7 @@ void peer_print_row(enum peer_coll c, size_t param, size_t send, size_t recv, co
                     const double alg[2], const double bus[2], const int64_t wrong[2]) {
   size_t bytes = (send > recv ? send : recv) * sizeof(float);
   printf("%12zu  %12zu  %8s  %6s  %6d", bytes, param, "float",
-         c == PEER_ALLGATHER ? "none" : "sum", -1);
+         c == PEER_ALLGATHER || c == PEER_SENDRECV ? "none" : "sum", -1);
   for (int p = 0; p < 2; ++p) {
     char t[32], a[32], b[32];
     field(t, us[p], 7);

@@ -10,10 +10,12 @@
 extern "C" {
 #endif
 
-enum peer_coll { PEER_ALLREDUCE = 0, PEER_ALLGATHER = 1, PEER_REDUCESCATTER = 2 };
+/* PEER_SENDRECV: each rank sends to rank+1 and receives from rank-1 (sendrecv_perf's pattern;
+ * busbw = algbw). The MPI peer runs it; Gloo's refuses it. */
+enum peer_coll { PEER_ALLREDUCE = 0, PEER_ALLGATHER = 1, PEER_REDUCESCATTER = 2, PEER_SENDRECV = 3 };
 
 struct peer_args {
-  enum peer_coll coll; /* -C allreduce|allgather|reducescatter */
+  enum peer_coll coll; /* -C allreduce|allgather|reducescatter|sendrecv */
   size_t min_bytes, max_bytes, step_bytes, step_factor; /* -b -e -i -f */
   int iters, warmup, check;                             /* -n -w -c */
   const char* algo;                                     /* -A (Gloo only) */

@@ -71,7 +71,7 @@ EnvParams load() {
   p.chunkBytes = (size_t)readInt("MIXCCL_CHUNK_BYTES", 256 << 10, 1024, 1LL << 30);
   p.spinUs = (int)readInt("MIXCCL_SPIN_US", 100, 0, 1000000);
   p.adaptor = readName("MIXCCL_ADAPTOR", {"host", "gloo", "mpi", "nccl"});
-  p.net = readName("MIXCCL_NET", {"socket", "ucx", "ofi"});
+  p.net = readName("MIXCCL_NET", {"auto", "socket", "shm", "ucx", "ofi"});
   p.topoDumpFile = readString("MIXCCL_TOPO_DUMP_FILE", "");
   p.checkMismatch = readBool("MIXCCL_CHECK_MISMATCH", false);
   p.pluginPath = readString("MIXCCL_PLUGIN_PATH", "");

@@ -52,6 +52,16 @@ Result transportTo(const Comm* comm, const std::string& key, const std::string& 
   return mixcclSuccess;
 }
 
+// Why that transport (transport/net_choice.h), e.g. "MIXCCL_NET=ucx: every pair".
+Result transportWhy(const Comm* comm, const std::string& key, const std::string& peerText,
+                    std::string* value) {
+  MIXCCL_CHECK(transportTo(comm, key, peerText, value));
+  int peer = 0;
+  MIXCCL_CHECK(parseRank(comm, key, peerText, &peer));
+  *value = (size_t)peer < comm->transportWhy.size() ? comm->transportWhy[peer] : "";
+  return mixcclSuccess;
+}
+
 // What collective_dispatch.cc would run (algorithmName), so the answer cannot drift from it.
 Result algorithmFor(const Comm* comm, const std::string& key, bool allReduce,
                     const std::string& bytesText, std::string* value) {
@@ -72,6 +82,12 @@ std::string domainIndices(const Comm* comm) {
 
 Result valueOf(const Comm* comm, const std::string& key, std::string* value) {
   if (startsWith(key, "transport.")) return transportTo(comm, key, key.substr(10), value);
+  if (startsWith(key, "transport_why.")) return transportWhy(comm, key, key.substr(14), value);
+  if (startsWith(key, "transport_detail.")) {
+    MIXCCL_CHECK(transportTo(comm, key, key.substr(17), value));
+    *value = comm->proxy->transportDetail(std::stoi(key.substr(17)));
+    return mixcclSuccess;
+  }
   if (startsWith(key, "algo.allreduce.")) return algorithmFor(comm, key, true, key.substr(15), value);
   if (startsWith(key, "algo.allgather.")) return algorithmFor(comm, key, false, key.substr(15), value);
   if (key == "domains") {
@@ -85,7 +101,7 @@ Result valueOf(const Comm* comm, const std::string& key, std::string* value) {
     return mixcclSuccess;
   }
   return raiseError(mixcclInvalidArgument, "%s: unknown key '%s' (keys: transport.<peer>, "
-                    "algo.allreduce.<bytes>, algo.allgather.<bytes>, domains, adaptor.<rank>)",
+                    "transport_why.<peer>, transport_detail.<peer>, algo.allreduce.<bytes>, algo.allgather.<bytes>, domains, adaptor.<rank>)",
                     kFn, key.c_str());
 }
 

@@ -30,6 +30,9 @@ struct mixcclComm {
   // which reports into it, so it outlives the proxy).
   mixccl::Health health;
   std::unique_ptr<mixccl::Proxy> proxy;
+  // Per peer: why its transport was chosen (transport/net_choice.h), for INFO,
+  // mixcclCommInspect "transport_why.<peer>" and the topology dump.
+  std::vector<std::string> transportWhy;
   // Every rank's host, NUMA node, device, NIC and adaptor, exchanged at init (comm_topology.h).
   std::vector<mixccl::RankTopology> topology;
   std::shared_ptr<mixccl::LocalTopology> localTopology;

@@ -16,6 +16,8 @@
 #include "base/env.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "transport/net_choice.h"
+#include "transport/net_transports.h"
 #include "transport/registry.h"
 #include "transport/shm_connection.h"
 #include "transport/socket_connection.h"
@@ -56,48 +58,69 @@ class ListenerRegistration {
   Comm* comm_;
 };
 
-// Chooses and connects a transport for every pair (transport/registry.h): shared memory within
-// a host unless MIXCCL_SHM_DISABLE=1 or MIXCCL_NET=socket (or config.netName "socket"), then
-// sockets. Logs the choice (INFO); mixcclCommInspect "transport.<peer>" reports it.
+// Chooses and connects a transport for every pair (transport/net_choice.h says which name
+// chooses what; transport/registry.h how the registry walks its list). The ranks first agree
+// on the name over the control connections; the registry then holds shm (auto and shm only),
+// the network transports the plan names, and sockets last. One INFO line per communicator
+// lists every peer's transport and why; mixcclCommInspect "transport.<peer>" and
+// "transport_why.<peer>" report them.
 Result connectTransports(Comm* comm, const UniqueIdData& id, const MeshParams& mesh,
                          std::vector<std::vector<Socket>>* conns, const Deadline& deadline,
                          std::vector<std::unique_ptr<Connection>>* out) {
-  ShmParams sp;
-  sp.rank = comm->rank;
-  sp.nranks = comm->nranks;
-  sp.commHash = id.commHash;
-  sp.ringBytes = env().shmBytes;
-  sp.cma = env().shmCma;
-  sp.cmaThreshold = env().shmCmaThreshold;
-  const char* off = env().shmDisable ? "MIXCCL_SHM_DISABLE=1"
-                    : comm->config.netExplicit && comm->config.netName == "socket"
-                        ? "MIXCCL_NET=socket / config.netName" : nullptr;
+  const int rank = comm->rank, nranks = comm->nranks;
+  NetRequest request;
+  request.name = comm->config.netName;
+  request.source = comm->config.netSource;
+  request.rdma = request.name == "auto" && hostHasActiveRdmaPort(rank);
+  std::vector<PairChoice> plan;
+  MIXCCL_CHECK(agreeOnNet(rank, id.commHash, comm->peers, *conns, deadline, request, &plan));
+
   TransportRegistry registry;
-  registry.add(std::unique_ptr<Transport>(new ShmTransport(sp, off == nullptr)));
+  if (request.name == "auto" || request.name == "shm") {
+    ShmParams sp;
+    sp.rank = rank;
+    sp.nranks = nranks;
+    sp.commHash = id.commHash;
+    sp.ringBytes = env().shmBytes;
+    sp.cma = env().shmCma;
+    sp.cmaThreshold = env().shmCmaThreshold;
+    registry.add(std::unique_ptr<Transport>(new ShmTransport(sp, !env().shmDisable)));
+  }
+  for (const std::string& net : networkTransportNames()) {
+    std::vector<bool> serve(nranks, false);
+    bool any = false;
+    for (int r = 0; r < nranks; ++r) any |= serve[r] = plan[r].net == net;
+    if (!any) continue;
+    std::unique_ptr<Transport> t;
+    MIXCCL_CHECK(makeNetworkTransport(net, rank, serve, &t));
+    registry.add(std::move(t));
+  }
   registry.add(std::unique_ptr<Transport>(new SocketTransport()));
+
   TransportSetup setup;
-  setup.rank = comm->rank;
-  setup.nranks = comm->nranks;
+  setup.rank = rank;
+  setup.nranks = nranks;
   setup.commHash = id.commHash;
   setup.peers = &comm->peers;
   setup.conns = conns;
   setup.deadline = deadline;
   setup.frameBytes = env().socketFrameBytes;
   MIXCCL_CHECK(registry.connectAll(setup, out));
-  for (int r = 0; r < comm->nranks; ++r) {
-    if (r == comm->rank) continue;
-    if (auto* shm = dynamic_cast<const ShmConnection*>((*out)[r].get())) {
-      INFO(kLogInit | kLogNet, "rank %d: transport to %s: shm (ring %llu KiB, cross-memory attach %s)",
-           comm->rank, comm->peerName(r).c_str(),
-           (unsigned long long)(shm->link().out.capacity() >> 10), shm->link().cmaSend ? "on" : "off");
-      continue;
-    }
-    int n = connectionsTo(mesh, comm->peers, r);
-    bool sameHost = comm->peers[r].hostHash == comm->peers[comm->rank].hostHash;
-    INFO(kLogInit | kLogNet, "rank %d: transport to %s: %s (%d connection%s%s%s)", comm->rank,
-         comm->peerName(r).c_str(), (*out)[r]->transportName(), n, n == 1 ? "" : "s",
-         sameHost && off ? ", same host, " : "", sameHost && off ? off : "");
+
+  comm->transportWhy.assign(nranks, "");
+  std::string line;
+  for (int r = 0; r < nranks; ++r) {
+    if (r == rank) continue;
+    const Connection& c = *(*out)[r];
+    std::string why = plan[r].why;
+    // Only shm negotiates per pair: a pair planned for it that got sockets was declined.
+    if (plan[r].net != c.transportName())
+      why += env().shmDisable ? "; MIXCCL_SHM_DISABLE=1 here" : "; MIXCCL_SHM_DISABLE=1 on the peer";
+    comm->transportWhy[r] = why;
+    line += (line.empty() ? "" : "; ") + comm->peerName(r) + ": " + c.transportName() + " (" + c.detail() +
+            ") [" + why + "]";
   }
+  if (!line.empty()) INFO(kLogInit | kLogNet, "rank %d: transports: %s", rank, line.c_str());
   return mixcclSuccess;
 }
 

@@ -37,6 +37,15 @@ std::shared_ptr<LocalTopology> localTopologyOnce(int rank) {
 
 }  // namespace
 
+bool hostHasActiveRdmaPort(int rank) {
+  std::shared_ptr<LocalTopology> local = localTopologyOnce(rank);
+  if (!local) return false;
+  for (const TopoRdmaDevice& d : local->rdma)
+    for (const TopoRdmaPort& p : d.ports)
+      if (p.active()) return true;
+  return false;
+}
+
 Result exchangeTopology(Comm* comm, const std::string& socketInterface) {
   const int rank = comm->rank, nranks = comm->nranks;
   std::shared_ptr<LocalTopology> local = localTopologyOnce(rank);
@@ -104,6 +113,10 @@ Result exchangeTopology(Comm* comm, const std::string& socketInterface) {
   std::string path;
   if (!pattern.empty() && topologyDumpPath(pattern, rank, comm->topology, &path)) {
     TopologyView view{local.get(), &comm->topology, rank};
+    std::vector<TopologyTransport> transports;
+    for (int r = 0; r < nranks; ++r)
+      if (r != rank) transports.push_back({r, comm->proxy->transportName(r), comm->transportWhy[r]});
+    view.transports = &transports;
     if (writeTopologyDump(path, view) != mixcclSuccess)
       WARN(kLogInit, "rank %d: MIXCCL_TOPO_DUMP_FILE: cannot write %s: %s", rank, path.c_str(),
            topologyLastError().c_str());

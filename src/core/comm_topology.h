@@ -15,4 +15,8 @@ namespace mixccl {
 // error: the connections are broken then.
 Result exchangeTopology(Comm* comm, const std::string& socketInterface);
 
+// Whether this host has an active RDMA port (the topology discovery, once per process), for
+// MIXCCL_NET=auto's choice between an RDMA transport and sockets across hosts.
+bool hostHasActiveRdmaPort(int rank);
+
 }  // namespace mixccl

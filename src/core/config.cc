@@ -5,6 +5,7 @@
 #include "adaptors/adaptor_loader.h"
 #include "base/env.h"
 #include "base/error.h"
+#include "transport/net_choice.h"
 
 namespace mixccl {
 
@@ -15,6 +16,7 @@ Result resolveConfig(const mixcclConfig_t* config, CommConfig* out) {
   if (!env().net.empty()) {
     c.netName = env().net;
     c.netExplicit = true;
+    c.netSource = "MIXCCL_NET";
   }
   if (!env().adaptor.empty()) c.adaptor = env().adaptor;
   if (config) {
@@ -39,6 +41,7 @@ Result resolveConfig(const mixcclConfig_t* config, CommConfig* out) {
     if (MIXCCL_HAS(netName) && config->netName) {
       c.netName = config->netName;
       c.netExplicit = true;
+      c.netSource = "config.netName";
     }
     if (MIXCCL_HAS(commName) && config->commName) c.commName = config->commName;
     if (MIXCCL_HAS(adaptor) && config->adaptor) c.adaptor = config->adaptor;
@@ -50,12 +53,15 @@ Result resolveConfig(const mixcclConfig_t* config, CommConfig* out) {
     }
 #undef MIXCCL_HAS
   }
-  // "socket": sockets to every peer, also on this host; "shm": shared memory to peers on this
-  // host (that want it too), sockets to the rest, which is also what leaving it unset gives.
-  if (c.netName != "socket" && c.netName != "shm")
-    return raiseError(mixcclInvalidArgument,
-                      "network transport '%s' is not available (have: socket, shm)",
-                      c.netName.c_str());
+  // The names and what each chooses per pair: transport/net_choice.h. A known transport this
+  // build lacks is refused here, naming the build option, never replaced by another.
+  if (!netKnown(c.netName))
+    return raiseError(mixcclInvalidArgument, "network transport '%s' is not available (have: %s)",
+                      c.netName.c_str(), netNamesBuilt().c_str());
+  if (!netBuilt(c.netName))
+    return raiseError(mixcclInvalidArgument, "transport '%s' was asked for (%s) but this mixccl "
+                      "was built without it (have: %s)", c.netName.c_str(), c.netSource.c_str(),
+                      netNamesBuilt().c_str());
   if (c.netName == "shm" && env().shmDisable)
     return raiseError(mixcclInvalidArgument, "transport 'shm' was asked for (MIXCCL_NET or "
                       "config.netName) but MIXCCL_SHM_DISABLE=1 turns shared memory off");

@@ -12,10 +12,12 @@ struct CommConfig {
   bool blocking = true;
   int timeoutS = 300;
   int nsocksPerPeer = 0;  // 0: automatic per peer (1 on the same host, 2 across hosts)
-  std::string netName = "socket";
-  // netName was asked for (MIXCCL_NET or config.netName): "socket" then also carries the
-  // traffic of same-host peers instead of shared memory; "shm" keeps shared memory for them.
+  // "auto", "socket", "shm", "ucx" (transport/net_choice.h says what each chooses per pair).
+  std::string netName = "auto";
+  // netName was asked for (MIXCCL_NET or config.netName): a named network transport carries
+  // every pair, same-host ones included; "shm" keeps shared memory within a host.
   bool netExplicit = false;
+  std::string netSource = "default";  // "MIXCCL_NET", "config.netName" or "default"
   std::string commName;
   std::string adaptor;  // empty: detected at init (nccl with a usable GPU, else host)
 };

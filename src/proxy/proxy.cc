@@ -108,6 +108,11 @@ const char* Proxy::transportName(int peer) const {
   return conns_[peer]->transportName();
 }
 
+std::string Proxy::transportDetail(int peer) const {
+  if (peer < 0 || peer >= params_.nranks || !conns_[peer]) return "";
+  return conns_[peer]->detail();
+}
+
 uint64_t Proxy::bytesMoved(const std::string& transport) const {
   uint64_t n = 0;
   for (const std::unique_ptr<Connection>& c : conns_)
@@ -311,7 +316,7 @@ void Proxy::pumpControl(int peer) {
       // control connection's end, which follows, is no longer watched.
       byeHeard_[peer] = true;
       applyInterest(controlSlot_[peer], 0);
-      if (conns_[peer]) conns_[peer]->onDoorbell();
+      if (conns_[peer]) conns_[peer]->onControlGoodbye();
       return;
     }
     if (h.magic == kFrameMagic && h.flags == kFrameFlagPeerFailed) {
@@ -332,10 +337,13 @@ void Proxy::failEverything() {
   uint32_t who = culprit >= 0 ? (uint32_t)culprit : UINT32_MAX;
   for (ControlChannel& c : control_)
     if (c.valid() && c.peer() != culprit) c.send(kFrameFlagPeerFailed, who, false);
-  std::vector<TransportRequest*> reqs(live_.begin(), live_.end());
-  for (TransportRequest* r : reqs) complete(r, code);
+  // Connections let go of every request first: a library transport (UCX) may still write into
+  // a receive's buffer until it has cancelled it, and the poster may reuse the buffer as soon
+  // as the request is failed. Requests the abandon finished are no longer live.
   for (std::unique_ptr<Connection>& c : conns_)
     if (c) c->abandon();
+  std::vector<TransportRequest*> reqs(live_.begin(), live_.end());
+  for (TransportRequest* r : reqs) complete(r, code);
   for (size_t i = 0; i < slots_.size(); ++i) applyInterest((int)i, 0);
   for (ControlChannel& c : control_) c.shutdown();
 }

@@ -56,6 +56,8 @@ class Proxy : private TransportEvents {
   void runOnProgressThread(std::function<void()> fn);
   // The transport serving peer ("shm", "socket", ...; "" for this rank).
   const char* transportName(int peer) const;
+  // Its Connection::detail() ("" for this rank).
+  std::string transportDetail(int peer) const;
   // Bytes the named transport moved so far (tests, logging).
   uint64_t bytesMoved(const std::string& transport) const;
 

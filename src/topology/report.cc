@@ -331,6 +331,11 @@ std::string topologyToJson(const TopologyView& view) {
   j["rank"] = view.rank >= 0 ? Json(view.rank) : Json(nullptr);
   if (view.local) j["local"] = localJson(*view.local);
   if (view.ranks) j["global"] = globalJson(*view.ranks);
+  if (view.transports) {
+    j["transports"] = Json::array();
+    for (const TopologyTransport& t : *view.transports)
+      j["transports"].push_back({{"peer", t.peer}, {"transport", t.transport}, {"why", t.why}});
+  }
   return j.dump(2) + "\n";
 }
 

@@ -239,10 +239,18 @@ Result decodeRankTopology(const uint8_t* in, size_t len, RankTopology* out);
 
 // What a report shows: the local topology, the job's table, or both. rank: the rank that
 // writes the report (-1: not part of a job).
+// The transport of one pair of the dumping rank (chosen at init, transport/net_choice.h).
+struct TopologyTransport {
+  int peer = -1;
+  std::string transport;  // "shm", "ucx", "socket"
+  std::string why;
+};
+
 struct TopologyView {
   const LocalTopology* local = nullptr;
   const std::vector<RankTopology>* ranks = nullptr;
   int rank = -1;
+  const std::vector<TopologyTransport>* transports = nullptr;  // JSON "transports", if set
 };
 
 // JSON, schema "mixccl-topology/1" (docs/topology.md).

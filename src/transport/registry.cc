@@ -23,8 +23,4 @@ Result TransportRegistry::connectAll(const TransportSetup& setup,
   return mixcclSuccess;
 }
 
-bool isKnownNetName(const std::string& name) {
-  return name == "auto" || name == "socket" || name == "shm";
-}
-
 }  // namespace mixccl

@@ -1,7 +1,8 @@
 // Per-pair transport selection. The registry is an ordered list of transports; each pair of
 // ranks gets the first whose canConnect() accepts it and whose connect() does not decline it,
 // the way NCCL walks its transport table for each peer: shared memory within a host, then the
-// configured network, then sockets, which serve any pair. Both ranks of a pair walk the same
+// network transports (ucx, next ofi) for the pairs the plan gives them (net_choice.h), then
+// sockets, which serve any pair. Both ranks of a pair walk the same
 // list with the same exchanged peer information, so they agree.
 #pragma once
 
@@ -26,8 +27,5 @@ class TransportRegistry {
  private:
   std::vector<std::unique_ptr<Transport>> transports_;
 };
-
-// The transport names MIXCCL_NET / config.netName may choose: "socket", "shm" (and "auto").
-bool isKnownNetName(const std::string& name);
 
 }  // namespace mixccl

@@ -27,6 +27,10 @@ class ShmConnection : public StreamConnection {
   void abandon() override;
   uint64_t bytesMoved() const override { return bytes_; }
   const ShmLink& link() const { return *link_; }
+  std::string detail() const override {
+    return "ring " + std::to_string(link_->out.capacity() >> 10) + " KiB, cross-memory attach " +
+           (link_->cmaSend ? "on" : "off");
+  }
 
  protected:
   ssize_t laneSend(Lane& l, const iovec* iov, int n) override;

@@ -20,6 +20,9 @@ class SocketConnection : public StreamConnection {
   const char* transportName() const override { return "socket"; }
   Result start(TransportEvents* events) override;
   void abandon() override;
+  std::string detail() const override {
+    return std::to_string(sockets_.size()) + (sockets_.size() == 1 ? " connection" : " connections");
+  }
 
  protected:
   ssize_t laneSend(Lane& l, const iovec* iov, int n) override;

@@ -108,12 +108,20 @@ class Connection {
   virtual void afterBlock() {}
   // The peer rang the doorbell for this pair.
   virtual void onDoorbell() { poll(); }
+  // The peer's goodbye arrived on the control connection (it sends it after its data stream's
+  // goodbye): a stream transport looks for the rest of its stream; a library transport whose
+  // own goodbye may be overtaken learns that the link's end is no failure.
+  virtual void onControlGoodbye() { onDoorbell(); }
   // Leaving cleanly: end the stream in a way the peer can tell from a crash. Never blocks.
   virtual void goodbye() = 0;
   // The communicator failed: forget every request (the engine fails them) and cut the link.
   virtual void abandon() = 0;
   // Bytes moved so far (tests and logs).
   virtual uint64_t bytesMoved() const { return 0; }
+  // What the link is made of beyond the transport's name ("2 connections", "ring 1024 KiB,
+  // cross-memory attach off", UCX's transports "tcp"): INFO and mixcclCommInspect
+  // "transport_detail.<peer>".
+  virtual std::string detail() const { return ""; }
 
  private:
   int peer_;

@@ -58,6 +58,8 @@ struct RankReport {
   int threadsAfterDestroy;     // entries of /proc/self/task after destroy
   int iterations;              // successful calls before the failure
   char message[768];           // mixcclGetLastError after the failure
+  int fdsBefore;               // open fds before init (tests that check for leaked fds)
+  int fdsAfter;                // ... and after destroy
 };
 
 struct Shared {
@@ -146,6 +148,7 @@ class Job {
   bool ok() const { return sh_ && idOk_ && nranks_ <= 16; }
   Shared* shared() { return sh_; }
   RankReport& report(int r) { return sh_->ranks[r]; }
+  pid_t pid(int r) const { return pids_[r]; }
   const mixcclUniqueId& id() const { return id_; }
 
   void start(const RankBody& body) {
@@ -274,6 +277,17 @@ inline std::vector<int> connectedSockets() {
   }
   closedir(d);
   return out;
+}
+
+// Entries of /proc/self/fd (the directory's own fd included, so compare counts only).
+inline int countFds() {
+  int n = 0;
+  DIR* d = opendir("/proc/self/fd");
+  if (!d) return -1;
+  while (dirent* e = readdir(d))
+    if (e->d_name[0] != '.') ++n;
+  closedir(d);
+  return n;
 }
 
 inline std::string hostName() {

@@ -6,6 +6,7 @@
  *   --expect-transport NAME           every peer ("shm", "socket", ...)
  *   --expect-transport-local NAME     peers on this rank's host (see ranksPerHost)
  *   --expect-transport-remote NAME    peers on other hosts
+ *   --expect-transport-detail TEXT    every peer's transport_detail (UCX: its transports, "tcp")
  *   --expect-algo COLL:BYTES:NAME     e.g. allreduce:8:rd, allgather:16777216:ring (repeatable)
  *   --expect-domains 0,1,1,1          domain index of every rank
  *   --expect-adaptors host,gloo,...   adaptor of every rank */
@@ -23,6 +24,7 @@
 typedef struct {
   const char* transportLocal;   /* NULL: not checked */
   const char* transportRemote;  /* NULL: not checked */
+  const char* transportDetail;  /* NULL: not checked */
   /* Ranks r and p share a host when r / ranksPerHost == p / ranksPerHost (launchers place
    * consecutive ranks on a host); 0: every rank on one host. */
   int ranksPerHost;
@@ -56,7 +58,7 @@ static inline int parseExpectOption(ChoiceExpectations* e, int argc, char** argv
   if (strncmp(opt, "--expect-", 9) != 0) return 0;
   const char* what = opt + 9;
   if (strcmp(what, "transport") && strcmp(what, "transport-local") &&
-      strcmp(what, "transport-remote") && strcmp(what, "algo") && strcmp(what, "domains") &&
+      strcmp(what, "transport-remote") && strcmp(what, "transport-detail") && strcmp(what, "algo") && strcmp(what, "domains") &&
       strcmp(what, "adaptors"))
     return 0;
   if (*a + 1 >= argc || !argv[*a + 1][0]) {
@@ -70,6 +72,8 @@ static inline int parseExpectOption(ChoiceExpectations* e, int argc, char** argv
     e->transportLocal = v;
   } else if (!strcmp(what, "transport-remote")) {
     e->transportRemote = v;
+  } else if (!strcmp(what, "transport-detail")) {
+    e->transportDetail = v;
   } else if (!strcmp(what, "algo")) {
     char key[64], name[32];
     if (!expectAlgoParts(v, key, sizeof(key), name, sizeof(name)) ||
@@ -116,6 +120,11 @@ static inline int countUnmetChoices(mixcclComm_t comm, int rank, int nranks,
     if (!want) continue;
     snprintf(key, sizeof(key), "transport.%d", p);
     unmet += expectInspected(comm, rank, key, want);
+  }
+  for (int p = 0; p < nranks && e->transportDetail; ++p) {
+    if (p == rank) continue;
+    snprintf(key, sizeof(key), "transport_detail.%d", p);
+    unmet += expectInspected(comm, rank, key, e->transportDetail);
   }
   for (int i = 0; i < e->nalgos; ++i) {
     char name[32];

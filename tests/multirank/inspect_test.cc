@@ -70,6 +70,43 @@ TEST(Inspect, NetShmGivesSharedMemoryOnOneHost) {
   gHarnessNet = nullptr;
 }
 
+// Why and of what: transport_why and transport_detail of every peer (docs/transports.md,
+// "Selection"), for the default (auto) and for named transports.
+struct WhyAndDetail {
+  const char* transport;
+  const char* why;
+  const char* detail;
+};
+
+int whyRank(mixcclComm_t comm, int rank, int nranks, void* arg) {
+  const WhyAndDetail& w = *static_cast<const WhyAndDetail*>(arg);
+  for (int p = 0; p < nranks; ++p) {
+    if (p == rank) continue;
+    RANK_CHECK(inspected(comm, "transport." + std::to_string(p)) == w.transport);
+    RANK_CHECK(inspected(comm, "transport_why." + std::to_string(p)) == w.why);
+    RANK_CHECK(inspected(comm, "transport_detail." + std::to_string(p)) == w.detail);
+  }
+  RANK_CHECK(allReduceWorks(comm, nranks));
+  return 0;
+}
+
+TEST(Inspect, TransportWhyAndDetail) {
+  gHarnessNet = nullptr;
+  WhyAndDetail autoShm{"shm", "default auto, same host", "ring 1024 KiB, cross-memory attach off"};
+  EXPECT_EQ(runRanks(3, whyRank, &autoShm, 60), 0);
+  gHarnessNet = "socket";
+  WhyAndDetail socket{"socket", "config.netName=socket: every pair", "1 connection"};
+  EXPECT_EQ(runRanks(2, whyRank, &socket, 60), 0);
+#ifdef MIXCCL_TEST_HAVE_UCX
+  setenv("UCX_TLS", "tcp", 1);
+  gHarnessNet = "ucx";
+  WhyAndDetail ucx{"ucx", "config.netName=ucx: every pair", "tcp"};
+  EXPECT_EQ(runRanks(3, whyRank, &ucx, 60), 0);
+  unsetenv("UCX_TLS");
+#endif
+  gHarnessNet = nullptr;
+}
+
 // The default thresholds (docs/environment.md): below MIXCCL_RD_THRESHOLD (64 KiB) recursive
 // doubling; power-of-two rank counts of 4+ recursive halving below MIXCCL_RH_THRESHOLD (4 MiB)
 // and recursive-doubling AllGathers whose result is below it; the ring otherwise.
@@ -133,9 +170,9 @@ TEST(Inspect, AdaptorsFormDomains) {
 int errorsRank(mixcclComm_t comm, int rank, int nranks, void*) {
   const std::string f = "mixcclCommInspect: ";
   RANK_CHECK(failsWith(comm, "nosuchkey", 64, f + "unknown key 'nosuchkey' (keys: transport.<peer>, "
-             "algo.allreduce.<bytes>, algo.allgather.<bytes>, domains, adaptor.<rank>)"));
+             "transport_why.<peer>, transport_detail.<peer>, algo.allreduce.<bytes>, algo.allgather.<bytes>, domains, adaptor.<rank>)"));
   RANK_CHECK(failsWith(comm, "algo.reduce.8", 64, f + "unknown key 'algo.reduce.8' (keys: "
-             "transport.<peer>, algo.allreduce.<bytes>, algo.allgather.<bytes>, domains, "
+             "transport.<peer>, transport_why.<peer>, transport_detail.<peer>, algo.allreduce.<bytes>, algo.allgather.<bytes>, domains, "
              "adaptor.<rank>)"));
   RANK_CHECK(failsWith(comm, "transport.3", 64,
                        f + "key 'transport.3': no rank 3 in this communicator of 3 ranks"));

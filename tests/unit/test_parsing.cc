@@ -11,6 +11,7 @@
 #include "core/config.h"
 #include "base/error.h"
 #include "transport/frame.h"
+#include "transport/net_choice.h"
 
 namespace mixccl {
 namespace {
@@ -128,7 +129,8 @@ TEST(Config, DefaultsAndOverrides) {
   CommConfig c;
   ASSERT_EQ(resolveConfig(nullptr, &c), mixcclSuccess);
   EXPECT_TRUE(c.blocking);
-  EXPECT_EQ(c.netName, "socket");
+  EXPECT_EQ(c.netName, "auto");
+  EXPECT_EQ(c.netSource, "default");
   mixcclConfig_t cfg = MIXCCL_CONFIG_INITIALIZER;
   cfg.timeout = 7;
   cfg.nsocksPerPeer = 3;
@@ -139,10 +141,11 @@ TEST(Config, DefaultsAndOverrides) {
   EXPECT_FALSE(c.blocking);
 }
 
-// The transports a test matrix runs over: "socket" (every peer) and "shm" (shared memory on
-// one host, sockets elsewhere); both count as asked for.
-TEST(Config, NetNamesSocketAndShm) {
-  for (const char* name : {"socket", "shm"}) {
+// The transports a test matrix runs over: "socket" and "ucx" (every peer), "shm" (shared memory
+// on one host, sockets elsewhere) and "auto"; each counts as asked for.
+TEST(Config, NetNamesSocketShmUcxAuto) {
+  for (const char* name : {"socket", "shm", "ucx", "auto"}) {
+    if (!netBuilt(name)) continue;
     CommConfig c;
     mixcclConfig_t cfg = MIXCCL_CONFIG_INITIALIZER;
     cfg.netName = name;
@@ -160,7 +163,17 @@ TEST(Config, RejectsBadValues) {
   cfg = MIXCCL_CONFIG_INITIALIZER;
   cfg.netName = "carrier-pigeon";
   EXPECT_EQ(resolveConfig(&cfg, &c), mixcclInvalidArgument);
-  EXPECT_EQ(threadLastError(), "network transport 'carrier-pigeon' is not available (have: socket, shm)");
+  EXPECT_EQ(threadLastError(), std::string("network transport 'carrier-pigeon' is not available (have: auto, socket, shm") +
+            (netBuilt("ucx") ? ", ucx)" : ")"));
+  // A transport mixccl knows but this build lacks is refused by name, never replaced.
+  for (const char* name : {"ucx", "ofi"}) {
+    if (netBuilt(name)) continue;
+    cfg = MIXCCL_CONFIG_INITIALIZER;
+    cfg.netName = name;
+    EXPECT_EQ(resolveConfig(&cfg, &c), mixcclInvalidArgument);
+    EXPECT_EQ(threadLastError(), std::string("transport '") + name + "' was asked for "
+              "(config.netName) but this mixccl was built without it (have: " + netNamesBuilt() + ")");
+  }
   cfg = MIXCCL_CONFIG_INITIALIZER;
   cfg.blocking = 2;
   EXPECT_EQ(resolveConfig(&cfg, &c), mixcclInvalidArgument);

@@ -1,0 +1,357 @@
+#include "transport/ucx/ucx_connection.h"
+
+#include <sched.h>
+
+#include <vector>
+
+#include "base/clock.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "transport/ucx/ucx_tag.h"
+
+namespace mixccl {
+namespace {
+
+// How long Destroy may spend letting UCX finish with this peer: sending our goodbye, then
+// draining what a forced close cancelled. Past it the endpoint is given up on (UCX releases it
+// with the worker); a dead or stopped peer never makes Destroy hang.
+constexpr int kByeBoundMs = 200;
+constexpr int kDrainBoundMs = 500;
+
+void onSendDone(void* request, ucs_status_t status, void* user) {
+  auto* op = static_cast<UcxConnection::Op*>(user);
+  op->ucxRequest = nullptr;
+  ucp_request_free(request);
+  if (op->conn)
+    op->conn->finish(op, status, 0);
+  else
+    delete op;  // its connection is gone (Destroy gave up waiting for it)
+}
+
+void onRecvDone(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info, void* user) {
+  auto* op = static_cast<UcxConnection::Op*>(user);
+  op->ucxRequest = nullptr;
+  size_t length = status == UCS_OK && info ? info->length : 0;
+  ucp_request_free(request);
+  if (op->posting) {  // completed inside ucp_tag_recv_nbx: the poster finishes it
+    op->completedInline = true;
+    op->status = status;
+    op->length = length;
+    return;
+  }
+  if (op->conn)
+    op->conn->finish(op, status, length);
+  else
+    delete op;
+}
+
+void onEndpointError(void* arg, ucp_ep_h, ucs_status_t status) {
+  static_cast<UcxConnection*>(arg)->endpointFailed(status);
+}
+
+bool inProgress(void* request) {
+  return request && ucp_request_check_status(request) == UCS_INPROGRESS;
+}
+
+}  // namespace
+
+UcxConnection::UcxConnection(int peer, std::string peerName, std::shared_ptr<UcxWorker> worker,
+                             const UcxKeys& keys, bool drivesWorker)
+    : Connection(peer), peerName_(std::move(peerName)), worker_(std::move(worker)), keys_(keys),
+      drivesWorker_(drivesWorker) {}
+
+Result UcxConnection::open(int rank, const std::vector<uint8_t>& peerAddress) {
+  ucp_ep_params_t p{};
+  p.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                 UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  p.address = reinterpret_cast<const ucp_address_t*>(peerAddress.data());
+  // PEER: UCX detects a dead peer (where the transport can) and fails its requests instead of
+  // leaving them pending; also what a forced close requires on both sides.
+  p.err_mode = worker_->peerErrorMode() ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
+  p.err_handler.cb = onEndpointError;
+  p.err_handler.arg = this;
+  ucs_status_t st = ucp_ep_create(worker_->handle(), &p, &ep_);
+  if (st == UCS_ERR_UNREACHABLE && p.err_mode == UCP_ERR_HANDLING_MODE_PEER) {
+    // The transports in force (UCX_TLS=sm: posix, sysv, cma) cannot detect a dead peer, so
+    // UCX refuses PEER mode; without it the control connection still tells of a peer's death.
+    worker_->disablePeerErrorMode();
+    INFO(kLogInit | kLogNet, "rank %d: UCX cannot detect peer failures over the transports in "
+         "force (%s): endpoints without UCP_ERR_HANDLING_MODE_PEER; the control connection "
+         "detects a dead peer", rank, ucxTlsSetting().c_str());
+    p.err_mode = UCP_ERR_HANDLING_MODE_NONE;
+    st = ucp_ep_create(worker_->handle(), &p, &ep_);
+  }
+  if (st != UCS_OK) {
+    ep_ = nullptr;
+    return raiseError(mixcclSystemError, "rank %d: transport 'ucx': cannot create an endpoint to "
+                      "%s: %s (%s)", rank, peerName_.c_str(), ucxStatusText(st),
+                      ucxTlsSetting().c_str());
+  }
+  peerErrorMode_ = p.err_mode == UCP_ERR_HANDLING_MODE_PEER;
+  lanes_ = ucxEndpointTransports(ep_);
+  return mixcclSuccess;
+}
+
+UcxConnection::~UcxConnection() {
+  bool clean = !abandoned_ && !failed_ && !(events_ && events_->failed());
+  if (clean) {
+    // Our goodbye must leave before the endpoint goes, so the peer tells our exit from a
+    // crash. A flush would wait for the peer to progress (UCX acknowledges over tcp with a
+    // message), which a peer that left first never does; the goodbye's local completion
+    // needs nothing from the peer, the endpoint being wired up since init.
+    Deadline d = Deadline::afterSeconds(kByeBoundMs / 1000.0);
+    auto byePending = [&] {
+      for (Op* op : ops_)
+        if (op->kind == Op::ByeSend) return true;
+      return false;
+    };
+    while (byePending() && !d.expired())
+      if (!worker_->progress()) sched_yield();
+  }
+  for (Op* op : ops_) op->req = nullptr;
+  closeEndpoint(true, kDrainBoundMs);
+  // What UCX still holds after the bound is orphaned: its callback frees the record.
+  for (Op* op : ops_) op->conn = nullptr;
+}
+
+Result UcxConnection::start(TransportEvents* events) {
+  events_ = events;
+  if (drivesWorker_) events_->setInterest(this, 0, worker_->eventFd(), EPOLLIN);
+  postByeRecv();
+  if (failed_) endpointFailed(failure_);  // UCX spoke up before the engine existed
+  return mixcclSuccess;
+}
+
+void UcxConnection::postHello() {
+  helloPending_ = 2;
+  Op* recv = new Op;
+  recv->conn = this;
+  recv->kind = Op::HelloRecv;
+  postTagRecv(recv, nullptr, 0, ucxTag(keys_.recvByeKey, 1));
+  Op* send = new Op;
+  send->conn = this;
+  send->kind = Op::HelloSend;
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  p.cb.send = onSendDone;
+  p.user_data = send;
+  ucs_status_ptr_t sp = ucp_tag_send_nbx(ep_, nullptr, 0, ucxTag(keys_.sendByeKey, 1), &p);
+  if (UCS_PTR_IS_PTR(sp)) {
+    send->ucxRequest = sp;
+    ops_.insert(send);
+  } else {
+    finish(send, UCS_PTR_STATUS(sp), 0);
+  }
+}
+
+bool UcxConnection::endpointDead(std::string* why) const {
+  if (!failed_) return false;
+  *why = ucxStatusText(failure_);
+  return true;
+}
+
+void UcxConnection::postByeRecv() {
+  Op* op = new Op;
+  op->conn = this;
+  op->kind = Op::ByeRecv;
+  postTagRecv(op, nullptr, 0, ucxTag(keys_.recvByeKey, 0));
+}
+
+// UCX 1.13 leaves recv_info unfilled when a tagged receive completes at once (a message that
+// was already waiting), so the length of such a message would be unknown. Denying immediate
+// completion makes UCX report every receive through the callback, with its length; the
+// callback may then run inside ucp_tag_recv_nbx, which op->posting tells it.
+void UcxConnection::postTagRecv(Op* op, void* buf, size_t bytes, uint64_t tag) {
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                   UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+  p.cb.recv = onRecvDone;
+  p.user_data = op;
+  op->posting = true;
+  // The full mask: only a message with exactly this key and number can land in buf.
+  ucs_status_ptr_t sp = ucp_tag_recv_nbx(worker_->handle(), buf, bytes, tag, kUcxFullTagMask, &p);
+  op->posting = false;
+  if (op->completedInline) {
+    finish(op, op->status, op->length);
+  } else if (UCS_PTR_IS_PTR(sp)) {
+    op->ucxRequest = sp;
+    ops_.insert(op);
+  } else {
+    finish(op, UCS_PTR_STATUS(sp), 0);
+  }
+}
+
+void UcxConnection::postSend(TransportRequest* r) {
+  r->seq = sendSeq_++;
+  Op* op = new Op;
+  op->conn = this;
+  op->req = r;
+  op->kind = Op::Send;
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  p.cb.send = onSendDone;
+  p.user_data = op;
+  ucs_status_ptr_t sp = ucp_tag_send_nbx(ep_, r->buf, r->bytes, ucxTag(keys_.sendKey, r->seq), &p);
+  if (UCS_PTR_IS_PTR(sp)) {
+    op->ucxRequest = sp;
+    ops_.insert(op);
+  } else {
+    finish(op, UCS_PTR_STATUS(sp), 0);  // done at once (UCS_OK) or refused
+  }
+}
+
+void UcxConnection::postRecv(TransportRequest* r) {
+  r->seq = recvSeq_++;
+  Op* op = new Op;
+  op->conn = this;
+  op->req = r;
+  op->kind = Op::Recv;
+  postTagRecv(op, r->buf, r->bytes, ucxTag(keys_.recvKey, r->seq));
+}
+
+void UcxConnection::finish(Op* op, ucs_status_t status, size_t length) {
+  ops_.erase(op);
+  TransportRequest* r = op->req;
+  Op::Kind kind = op->kind;
+  delete op;
+  if (kind == Op::ByeSend) return;
+  if (kind == Op::HelloSend || kind == Op::HelloRecv) {
+    if (status == UCS_OK) --helloPending_;
+    else if (!failed_ && status != UCS_ERR_CANCELED) endpointFailed(status);
+    return;
+  }
+  if (kind == Op::ByeRecv) {
+    if (status != UCS_OK || abandoned_ || !events_ || peerLeft_) return;  // cancelled, or known
+    peerLeft_ = true;
+    bool pending = false;
+    for (Op* o : ops_) pending = pending || o->kind == Op::Send || o->kind == Op::Recv;
+    events_->peerLeft(peer(), pending);
+    return;
+  }
+  if (!r || !events_) return;  // abandoned: the engine has failed the request itself
+  if (status == UCS_OK && kind == Op::Recv && length != r->bytes) {
+    events_->protocolError(peer(), "sent " + std::to_string(length) + " bytes to a receive of " +
+                                       std::to_string(r->bytes) + " bytes (over ucx)");
+    return;
+  }
+  if (status == UCS_ERR_MESSAGE_TRUNCATED) {
+    events_->protocolError(peer(), "sent more than " + std::to_string(r->bytes) +
+                                       " bytes to a receive of " + std::to_string(r->bytes) +
+                                       " bytes (over ucx)");
+    return;
+  }
+  if (status != UCS_OK) {
+    fail(std::string(kind == Op::Send ? "send" : "receive") + " failed in UCX: " +
+         ucxStatusText(status));
+    return;
+  }
+  bytes_ += r->bytes;
+  events_->complete(r, mixcclSuccess);
+}
+
+void UcxConnection::fail(const std::string& what) {
+  if (abandoned_ || !events_) return;
+  events_->peerFailed(peer(), what);
+}
+
+void UcxConnection::endpointFailed(ucs_status_t status) {
+  failed_ = true;
+  failure_ = status;
+  // After the peer's goodbye its endpoint going away is the expected end, not a failure.
+  if (peerLeft_ || controlGoodbye_ || abandoned_ || !events_) return;
+  events_->peerFailed(peer(), std::string("UCX reports the endpoint failed (") +
+                                  ucxStatusText(status) + ")");
+}
+
+void UcxConnection::onEvent(int, uint32_t) { worker_->progress(); }
+
+void UcxConnection::poll() { worker_->progress(); }
+
+bool UcxConnection::prepareToBlock() {
+  if (!drivesWorker_) return true;
+  if (worker_->progress()) return false;
+  return worker_->arm();
+}
+
+// Called after the peer's goodbye on the control connection: its UCX goodbye was sent before
+// that, so a look at the worker finds it unless it is still on the way.
+void UcxConnection::onDoorbell() { worker_->progress(); }
+
+// The peer has left cleanly: whatever UCX reports of its endpoint from now on (the peer's
+// forced close) is its exit, not a failure. With nothing of ours outstanding the pair is done;
+// otherwise its last messages may still be on the way (the control connection can overtake
+// UCX), and its UCX goodbye, which follows them, decides (finish(), ByeRecv).
+void UcxConnection::onControlGoodbye() {
+  worker_->progress();
+  controlGoodbye_ = true;
+  if (peerLeft_ || !events_) return;
+  for (Op* o : ops_)
+    if (o->kind == Op::Send || o->kind == Op::Recv) return;
+  peerLeft_ = true;
+  events_->peerLeft(peer(), false);
+}
+
+void UcxConnection::goodbye() {
+  if (byeSent_ || failed_ || abandoned_ || !ep_) return;
+  byeSent_ = true;
+  Op* op = new Op;
+  op->conn = this;
+  op->kind = Op::ByeSend;
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  p.cb.send = onSendDone;
+  p.user_data = op;
+  ucs_status_ptr_t sp = ucp_tag_send_nbx(ep_, nullptr, 0, ucxTag(keys_.sendByeKey, 0), &p);
+  if (UCS_PTR_IS_PTR(sp)) {
+    op->ucxRequest = sp;
+    ops_.insert(op);
+  } else {
+    delete op;
+  }
+}
+
+void UcxConnection::abandon() {
+  if (abandoned_) return;
+  abandoned_ = true;
+  for (Op* op : ops_) op->req = nullptr;
+  closeEndpoint(true, kDrainBoundMs);
+}
+
+void UcxConnection::closeEndpoint(bool force, int boundMs) {
+  // Receives wait in the worker's queue, not on the endpoint: cancel them explicitly (their
+  // callbacks may run inside the cancel, so walk a copy).
+  std::vector<Op*> recvs;
+  for (Op* op : ops_)
+    if ((op->kind == Op::Recv || op->kind == Op::ByeRecv) && op->ucxRequest) recvs.push_back(op);
+  for (Op* op : recvs)
+    if (ops_.count(op) && op->ucxRequest) ucp_request_cancel(worker_->handle(), op->ucxRequest);
+  void* closing = nullptr;
+  if (ep_) {
+    ucp_request_param_t p{};
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    // A forced close is defined only for endpoints in PEER mode; the others flush (bounded
+    // below: a flush to a dead shared-memory peer completes locally).
+    p.flags = force && peerErrorMode_ ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+    ucs_status_ptr_t sp = ucp_ep_close_nbx(ep_, &p);
+    ep_ = nullptr;
+    if (UCS_PTR_IS_PTR(sp)) closing = sp;
+  }
+  // Wait for the receives only: they are what could still write into a caller's buffer. A
+  // forced close has completed the sends; without PEER mode (shared memory) a rendezvous send
+  // to a dead peer never completes, but nothing of ours reads its buffer any more (the peer
+  // would have fetched it), so it is left to UCX rather than delaying the failure report.
+  auto receiving = [&] {
+    for (Op* op : ops_)
+      if (op->kind == Op::Recv || op->kind == Op::ByeRecv || op->kind == Op::HelloRecv) return true;
+    return false;
+  };
+  Deadline d = Deadline::afterSeconds(boundMs / 1000.0);
+  while ((inProgress(closing) || receiving()) && !d.expired())
+    if (!worker_->progress()) sched_yield();
+  if (closing) ucp_request_free(closing);
+  if (receiving())
+    WARN(kLogNet, "transport 'ucx': a receive from %s still held by UCX after %d ms; left to "
+         "UCX", peerName_.c_str(), boundMs);
+}
+
+}  // namespace mixccl
