@@ -20,6 +20,9 @@
 #include "transport/shm_connection.h"
 #include "transport/socket_connection.h"
 #include "transport/socket_mesh.h"
+#ifdef MIXCCL_HAVE_OFI
+#include "transport/ofi/ofi_transport.h"
+#endif
 
 std::string mixcclComm::peerName(int r) const { return mixccl::describePeer(peers, r); }
 
@@ -73,8 +76,16 @@ Result connectTransports(Comm* comm, const UniqueIdData& id, const MeshParams& m
                     : comm->config.netExplicit && comm->config.netName == "socket"
                         ? "MIXCCL_NET=socket / config.netName" : nullptr;
   TransportRegistry registry;
-  registry.add(std::unique_ptr<Transport>(new ShmTransport(sp, off == nullptr)));
-  registry.add(std::unique_ptr<Transport>(new SocketTransport()));
+  // MIXCCL_NET=ofi: libfabric carries every pair, same host included, and is the only choice:
+  // if it cannot start, init fails naming the provider (never a quiet fallback to sockets).
+  const bool ofiOnly = comm->config.netExplicit && comm->config.netName == "ofi";
+#ifdef MIXCCL_HAVE_OFI
+  if (ofiOnly) registry.add(std::unique_ptr<Transport>(new OfiTransport(env().ofiProvider)));
+#endif
+  if (!ofiOnly) {
+    registry.add(std::unique_ptr<Transport>(new ShmTransport(sp, off == nullptr)));
+    registry.add(std::unique_ptr<Transport>(new SocketTransport()));
+  }
   TransportSetup setup;
   setup.rank = comm->rank;
   setup.nranks = comm->nranks;
@@ -92,6 +103,7 @@ Result connectTransports(Comm* comm, const UniqueIdData& id, const MeshParams& m
            (unsigned long long)(shm->link().out.capacity() >> 10), shm->link().cmaSend ? "on" : "off");
       continue;
     }
+    if (ofiOnly) continue;  // the libfabric transport logs its provider per peer itself
     int n = connectionsTo(mesh, comm->peers, r);
     bool sameHost = comm->peers[r].hostHash == comm->peers[comm->rank].hostHash;
     INFO(kLogInit | kLogNet, "rank %d: transport to %s: %s (%d connection%s%s%s)", comm->rank,

@@ -52,10 +52,19 @@ Result resolveConfig(const mixcclConfig_t* config, CommConfig* out) {
   }
   // "socket": sockets to every peer, also on this host; "shm": shared memory to peers on this
   // host (that want it too), sockets to the rest, which is also what leaving it unset gives.
-  if (c.netName != "socket" && c.netName != "shm")
+  // "ofi": libfabric carries every pair, also on this host (transport/ofi), in builds with it.
+#ifdef MIXCCL_HAVE_OFI
+  const bool haveOfi = true;
+#else
+  const bool haveOfi = false;
+  if (c.netName == "ofi")
+    return raiseError(mixcclInvalidArgument, "network transport 'ofi' is not available: this "
+                      "build has no libfabric (cmake -DMIXCCL_WITH_OFI=ON with libfabric-dev)");
+#endif
+  if (c.netName != "socket" && c.netName != "shm" && !(haveOfi && c.netName == "ofi"))
     return raiseError(mixcclInvalidArgument,
-                      "network transport '%s' is not available (have: socket, shm)",
-                      c.netName.c_str());
+                      "network transport '%s' is not available (have: socket, shm%s)",
+                      c.netName.c_str(), haveOfi ? ", ofi" : "");
   if (c.netName == "shm" && env().shmDisable)
     return raiseError(mixcclInvalidArgument, "transport 'shm' was asked for (MIXCCL_NET or "
                       "config.netName) but MIXCCL_SHM_DISABLE=1 turns shared memory off");

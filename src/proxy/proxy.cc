@@ -332,10 +332,13 @@ void Proxy::failEverything() {
   uint32_t who = culprit >= 0 ? (uint32_t)culprit : UINT32_MAX;
   for (ControlChannel& c : control_)
     if (c.valid() && c.peer() != culprit) c.send(kFrameFlagPeerFailed, who, false);
-  std::vector<TransportRequest*> reqs(live_.begin(), live_.end());
-  for (TransportRequest* r : reqs) complete(r, code);
+  // The connections let go of the requests' buffers first (a library transport cancels its
+  // posted operations and closes its endpoint), and only then are the requests failed: a
+  // poster may free a buffer as soon as its request is no longer pending.
   for (std::unique_ptr<Connection>& c : conns_)
     if (c) c->abandon();
+  std::vector<TransportRequest*> reqs(live_.begin(), live_.end());
+  for (TransportRequest* r : reqs) complete(r, code);
   for (size_t i = 0; i < slots_.size(); ++i) applyInterest((int)i, 0);
   for (ControlChannel& c : control_) c.shutdown();
 }
@@ -350,12 +353,14 @@ void Proxy::progressOnce(int timeoutMs, const TransportRequest* waitingFor) {
   for (Connection* c : polled_) c->poll();
   // Starting the new sends may already have finished the awaited request: then do not block.
   if (waitingFor && waitingFor->stateNow() != TransportRequest::Pending) timeoutMs = 0;
-  // Connections without an fd (rings) arrange to be woken by a doorbell before we block.
+  // Before we block, every connection arranges to be woken: rings set their doorbell flags,
+  // a library's wait fd is armed (fi_trywait); false means work came in meanwhile.
   bool armed = false;
-  if (timeoutMs > 0 && !polled_.empty() && !failedHandled_) {
+  if (timeoutMs > 0 && !failedHandled_) {
     armed = true;
     bool quiet = true;
-    for (Connection* c : polled_) quiet = c->prepareToBlock() && quiet;
+    for (std::unique_ptr<Connection>& c : conns_)
+      if (c) quiet = c->prepareToBlock() && quiet;
     if (!quiet || (waitingFor && waitingFor->stateNow() != TransportRequest::Pending) ||
         health_.failed())
       timeoutMs = 0;
@@ -363,7 +368,8 @@ void Proxy::progressOnce(int timeoutMs, const TransportRequest* waitingFor) {
   epoll_event events[64];
   int n = epoll_wait(epollFd_, events, 64, timeoutMs);
   if (armed)
-    for (Connection* c : polled_) c->afterBlock();
+    for (std::unique_ptr<Connection>& c : conns_)
+      if (c) c->afterBlock();
   for (int i = 0; i < n; ++i) {
     if (events[i].data.u64 == kEventFdTag) {
       uint64_t v;

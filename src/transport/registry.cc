@@ -24,7 +24,11 @@ Result TransportRegistry::connectAll(const TransportSetup& setup,
 }
 
 bool isKnownNetName(const std::string& name) {
-  return name == "auto" || name == "socket" || name == "shm";
+  if (name == "auto" || name == "socket" || name == "shm") return true;
+#ifdef MIXCCL_HAVE_OFI
+  if (name == "ofi") return true;
+#endif
+  return false;
 }
 
 }  // namespace mixccl

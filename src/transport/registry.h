@@ -27,7 +27,8 @@ class TransportRegistry {
   std::vector<std::unique_ptr<Transport>> transports_;
 };
 
-// The transport names MIXCCL_NET / config.netName may choose: "socket", "shm" (and "auto").
+// The transport names MIXCCL_NET / config.netName may choose: "socket", "shm" (and "auto"),
+// "ofi" where the build has libfabric.
 bool isKnownNetName(const std::string& name);
 
 }  // namespace mixccl
