@@ -13,6 +13,7 @@
 #include <cstring>
 #include <deque>
 #include <memory>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -25,6 +26,12 @@
 #include "transport/frame.h"
 #include "transport/shm_connection.h"
 #include "transport/socket_connection.h"
+#ifdef MIXCCL_HAVE_OFI
+#include "transport/ofi/ofi_connection.h"
+#include "transport/ofi/ofi_tag.h"
+#include "transport/ofi/ofi_transport.h"
+#include <rdma/fi_tagged.h>
+#endif
 
 namespace {
 
@@ -64,8 +71,21 @@ struct Pair {
 };
 
 // The transports a pair can be made of; every parameterised test runs over each. A new
-// transport joins by adding its name here and a case in makeConnections.
-const char* const kTransports[] = {"socket", "shm"};
+// transport joins by adding its name here and a case in makeConnections. "ofi_tcp" and
+// "ofi_shm" are the libfabric transport over the providers "tcp;ofi_rxm" and "shm".
+const char* const kTransports[] = {"socket", "shm"
+#ifdef MIXCCL_HAVE_OFI
+                                   , "ofi_tcp", "ofi_shm"
+#endif
+};
+
+// What transportName() says for a kTransports entry.
+std::string transportNameOf(const std::string& transport) {
+  return transport.compare(0, 4, "ofi_") == 0 ? "ofi" : transport;
+}
+
+// The libfabric address of rank 0's endpoint in the last ofi pair made (the stranger test).
+std::string gLastOfiAddress;
 
 // conns[r][0] (control) and [1..] (data) for the two ranks, then the transport's connect on
 // both sides at once (shm's handshake is collective over the pair).
@@ -97,6 +117,10 @@ void makeConnections(const std::string& transport, int nsocks, size_t frameBytes
         sp.commHash = commHash;
         sp.ringBytes = 1 << 16;  // small rings: the traffic wraps them many times
         t.reset(new ShmTransport(sp, true));
+#ifdef MIXCCL_HAVE_OFI
+      } else if (transport == "ofi_tcp" || transport == "ofi_shm") {
+        t.reset(new OfiTransport(transport == "ofi_tcp" ? "tcp;ofi_rxm" : "shm"));
+#endif
       } else {
         t.reset(new SocketTransport());
       }
@@ -115,7 +139,11 @@ void makeConnections(const std::string& transport, int nsocks, size_t frameBytes
   ASSERT_EQ(rc[0], mixcclSuccess);
   ASSERT_EQ(rc[1], mixcclSuccess);
   ASSERT_TRUE((*out)[0][1] && (*out)[1][0]) << transport << " declined the pair";
-  ASSERT_STREQ((*out)[0][1]->transportName(), transport.c_str());
+  ASSERT_EQ((*out)[0][1]->transportName(), transportNameOf(transport));
+#ifdef MIXCCL_HAVE_OFI
+  if (auto* ofi = dynamic_cast<OfiConnection*>((*out)[0][1].get()))
+    gLastOfiAddress = ofi->endpoint().address();
+#endif
   for (int r = 0; r < 2; ++r) control[r] = std::move(conns[r][1 - r][0]);
 }
 
@@ -131,7 +159,7 @@ std::unique_ptr<Pair> makePair(const std::string& transport, int nsocks, size_t 
   p->p1.reset(new Proxy(params(1), p->h1, std::move(c1), std::move(conns[1])));
   EXPECT_EQ(p->p0->start(), mixcclSuccess);
   EXPECT_EQ(p->p1->start(), mixcclSuccess);
-  EXPECT_STREQ(p->p0->transportName(1), transport.c_str());
+  EXPECT_EQ(p->p0->transportName(1), transportNameOf(transport));
   return p;
 }
 
@@ -341,6 +369,79 @@ INSTANTIATE_TEST_SUITE_P(Transports, ProxyOverTransport, ::testing::ValuesIn(kTr
                          [](const ::testing::TestParamInfo<const char*>& info) {
                            return std::string(info.param);
                          });
+
+#ifdef MIXCCL_HAVE_OFI
+// A stranger that learned rank 0's libfabric address (but not the pair's key, which travels
+// only over the authenticated control connection) sends tagged messages to it while the pair
+// moves traffic both ways: random tags, and tags with rank 1's place, small sequence numbers
+// and the bye bit under guessed keys. Rank 0 must match none of them: every byte of the
+// pair's traffic arrives intact, no failure is reported, and the stranger's sends did go out.
+class OfiStranger : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(OfiStranger, TaggedMessagesWithoutTheKeyMatchNothing) {
+  const std::string transport = GetParam();
+  std::unique_ptr<Pair> pair = makePair(transport, 1, 65536);
+  Pair& p = *pair;
+  const std::string victim = gLastOfiAddress;
+  ASSERT_FALSE(victim.empty());
+
+  PeerInfo local{};
+  fillLocalHostInfo(&local);
+  OfiChoice choice;
+  ASSERT_EQ(chooseOfiProvider(transport == "ofi_tcp" ? "tcp;ofi_rxm" : "shm", local, &choice),
+            mixcclSuccess);
+  OfiEndpoint stranger;
+  ASSERT_EQ(stranger.open(std::move(choice), 99), mixcclSuccess);
+  ASSERT_FALSE(stranger.mrCache().active()) << "the stranger below posts without descriptors";
+  fi_addr_t addr = FI_ADDR_UNSPEC;
+  std::string error;
+  ASSERT_TRUE(stranger.insert(victim, &addr, &error)) << error;
+
+  std::atomic<bool> stop{false};
+  std::atomic<int> sent{0};
+  std::thread attacker([&] {
+    std::mt19937_64 rng(1234);
+    std::vector<char> payload(256, 0x5A);
+    for (int i = 0; i < 2000 && !stop.load(); ++i) {
+      uint64_t tag = (i % 3 == 0) ? rng()
+                     : ofiTag((uint32_t)rng(), i % 3 == 2, 1, (uint32_t)(i % 64));
+      size_t len = (size_t)(i % 4 == 0 ? 8 : rng() % payload.size());
+      OfiOp* op = stranger.newOp(nullptr);  // no owner: its completion is just freed
+      op->send = true;
+      ssize_t rc = fi_tsend(stranger.ep(), payload.data(), len, nullptr, addr, tag, &op->context);
+      if (rc == 0)
+        sent.fetch_add(1);
+      else
+        stranger.freeOp(op);
+      stranger.progress();
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    for (int i = 0; i < 2000 && stranger.inFlight() > 0; ++i) {
+      stranger.progress();
+      std::this_thread::sleep_for(std::chrono::microseconds(500));
+    }
+  });
+  std::atomic<int> bad{0};
+  std::thread t0([&] { traffic(*p.p0, 0, 64, &bad); });
+  std::thread t1([&] { traffic(*p.p1, 1, 64, &bad); });
+  t0.join();
+  t1.join();
+  stop.store(true);
+  attacker.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_GT(sent.load(), 0) << "the stranger's messages never went out: the test proves nothing";
+  std::string msg;
+  EXPECT_EQ(p.h0.error(&msg), mixcclSuccess) << msg;
+  EXPECT_EQ(p.h1.error(&msg), mixcclSuccess) << msg;
+  p.p0->shutdownGracefully();
+  p.p1->shutdownGracefully();
+}
+
+INSTANTIATE_TEST_SUITE_P(Providers, OfiStranger, ::testing::Values("ofi_tcp", "ofi_shm"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           return std::string(info.param);
+                         });
+#endif
 
 // Ranks of one process: one thread initialises all of them (possible only because init does
 // not block), then each rank is driven by its own thread, then by one thread in a group.

@@ -1,6 +1,7 @@
 #include "transport/ofi/ofi_endpoint.h"
 
 #include <rdma/fi_cm.h>
+#include <rdma/fi_tagged.h>
 #include <rdma/fi_errno.h>
 #include <sched.h>
 
@@ -146,6 +147,7 @@ int OfiEndpoint::progress() {
       OfiOp* op = static_cast<OfiOp*>(err.op_context);
       ++handled;
       if (!op || !ops_.count(op)) continue;
+      if (!op->owner && orphanError_.empty()) orphanError_ = what;
       if (op->owner)
         op->owner->opFailed(op, err, what);
       else
@@ -164,6 +166,37 @@ int OfiEndpoint::progress() {
   for (OfiOpOwner* o : owners)
     if (!closed_) o->retryBacklog();
   return handled;
+}
+
+bool OfiEndpoint::postOrphan(bool send, fi_addr_t addr, uint64_t tag, const Deadline& deadline,
+                             std::string* error) {
+  for (;;) {
+    OfiOp* op = newOp(nullptr);
+    op->send = send;
+    op->tag = tag;
+    op->len = sizeof(op->scratch);
+    void* desc = nullptr;
+    if (!mr_.acquire(&op->scratch, sizeof(op->scratch), &desc, &op->mr, error)) {
+      freeOp(op);
+      return false;
+    }
+    ssize_t rc = send ? fi_tsend(ep_, &op->scratch, sizeof(op->scratch), desc, addr, tag, &op->context)
+                      : fi_trecv(ep_, &op->scratch, sizeof(op->scratch), desc,
+                                 choice_.directedRecv ? addr : FI_ADDR_UNSPEC, tag, 0, &op->context);
+    if (rc == 0) return true;
+    freeOp(op);
+    if (rc != -FI_EAGAIN || deadline.expired()) {
+      *error = std::string(send ? "fi_tsend" : "fi_trecv") + ": " + fi_strerror((int)-rc);
+      return false;
+    }
+    progress();
+  }
+}
+
+bool OfiEndpoint::tagInFlight(uint64_t tag) const {
+  for (const OfiOp* op : ops_)
+    if (op->tag == tag) return true;
+  return false;
 }
 
 bool OfiEndpoint::tryWait() {

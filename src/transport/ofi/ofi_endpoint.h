@@ -15,6 +15,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "base/clock.h"
 #include "base/result.h"
 #include "transport/ofi/ofi_mr_cache.h"
 #include "transport/ofi/ofi_provider.h"
@@ -101,6 +102,15 @@ class OfiEndpoint {
   bool tryWait();
   // Operations still in flight.
   size_t inFlight() const { return ops_.size(); }
+  // An 8-byte tagged message owned by nobody (the init handshake): sent from, or received into,
+  // the record's scratch. Retries while the provider says FI_EAGAIN until the deadline; false
+  // with *error on any other failure. Its completion only frees the record; a failure is kept
+  // in orphanError().
+  bool postOrphan(bool send, fi_addr_t addr, uint64_t tag, const Deadline& deadline,
+                  std::string* error);
+  // Whether an operation with this tag is still in flight (the handshake's bookkeeping).
+  bool tagInFlight(uint64_t tag) const;
+  const std::string& orphanError() const { return orphanError_; }
   // The communicator failed: cancel every operation (fi_cancel) and close the endpoint at once,
   // without reading the queue again (a provider may wait forever for a dead peer there). No
   // completion reaches an owner afterwards. Idempotent.
@@ -128,6 +138,7 @@ class OfiEndpoint {
   std::unordered_set<OfiOp*> ops_;
   std::vector<OfiOpOwner*> owners_;
   bool closed_ = false;
+  std::string orphanError_;
 };
 
 }  // namespace mixccl

@@ -1,6 +1,8 @@
 #include "transport/ofi/ofi_transport.h"
 
 #include <algorithm>
+#include <sched.h>
+
 #include <cstring>
 
 #include "base/error.h"
@@ -51,6 +53,37 @@ bool isShmProvider(const fi_info* info) {
   return p && strncmp(p, "shm", 3) == 0;
 }
 
+// Every pair exchanges one tagged message each way before the proxy starts: connection-based
+// providers (rxm) set up their connections now, with both ranks progressing, instead of in
+// the middle of the first collective (or of a goodbye nobody waits for); and a peer the fabric
+// cannot reach is an error at init that names it.
+Result handshake(OfiEndpoint* ep, const TransportSetup& setup, const std::vector<int>& peers,
+                 const std::vector<fi_addr_t>& addrs, const std::vector<uint32_t>& keys) {
+  std::string error;
+  for (size_t i = 0; i < peers.size(); ++i) {
+    const std::string who = describePeer(*setup.peers, peers[i]);
+    if (!ep->postOrphan(false, addrs[i], ofiTag(keys[i], true, peers[i], 1), setup.deadline, &error) ||
+        !ep->postOrphan(true, addrs[i], ofiTag(keys[i], true, setup.rank, 1), setup.deadline, &error))
+      return raiseError(mixcclSystemError, "rank %d: libfabric provider %s: first message with %s "
+                        "failed: %s", setup.rank, ep->provider().c_str(), who.c_str(), error.c_str());
+  }
+  while (ep->inFlight() > 0 && ep->orphanError().empty() && !setup.deadline.expired()) {
+    if (ep->progress() == 0) sched_yield();
+  }
+  for (size_t i = 0; i < peers.size(); ++i) {
+    bool recvLeft = ep->tagInFlight(ofiTag(keys[i], true, peers[i], 1));
+    bool sendLeft = ep->tagInFlight(ofiTag(keys[i], true, setup.rank, 1));
+    if (!ep->orphanError().empty() || recvLeft || sendLeft)
+      return raiseError(mixcclRemoteError, "rank %d: libfabric provider %s: the first message "
+                        "%s %s %s", setup.rank, ep->provider().c_str(),
+                        recvLeft ? "from" : "to", describePeer(*setup.peers, peers[i]).c_str(),
+                        !ep->orphanError().empty() ? ("failed: " + ep->orphanError()).c_str()
+                                                   : "did not arrive within the timeout (is the "
+                                                     "fabric between the two hosts up?)");
+  }
+  return mixcclSuccess;
+}
+
 }  // namespace
 
 bool OfiTransport::supportsMemory(MemoryKind kind) const {
@@ -93,6 +126,8 @@ Result OfiTransport::connect(const TransportSetup& setup, const std::vector<int>
   if (mine != mixcclSuccess) return mine;
 
   std::vector<std::unique_ptr<Connection>> made(setup.nranks);
+  std::vector<fi_addr_t> addrs;
+  std::vector<uint32_t> keys;
   for (size_t i = 0; i < candidates.size(); ++i) {
     const int p = candidates[i];
     const std::string who = describePeer(peers, p);
@@ -122,12 +157,15 @@ Result OfiTransport::connect(const TransportSetup& setup, const std::vector<int>
     uint32_t key = (hellos[i].keyPart ^ t.keyPart) & kOfiKeyMask;
     size_t piece = std::min<size_t>({kMaxPiece, (size_t)t.maxMessage, ep->maxMessage()});
     made[p].reset(new OfiConnection(p, setup.rank, ep, addr, key, piece, i == 0));
+    addrs.push_back(addr);
+    keys.push_back(key);
     INFO(kLogInit | kLogNet, "rank %d: transport to %s: ofi (provider %s, %s, %s, mr_mode 0x%llx%s)",
          setup.rank, who.c_str(), ep->provider().c_str(),
          ep->waitFd() >= 0 ? "wait fd" : "polled",
          ep->directedRecv() ? "directed receives" : "receives matched by tag only",
          (unsigned long long)ep->info()->domain_attr->mr_mode, ep->hmem() ? ", FI_HMEM" : "");
   }
+  MIXCCL_CHECK(handshake(ep.get(), setup, candidates, addrs, keys));
   for (int p : candidates) (*out)[p] = std::move(made[p]);
   endpoint_ = ep;
   return mixcclSuccess;
