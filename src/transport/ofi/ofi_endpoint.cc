@@ -4,6 +4,9 @@
 #include <rdma/fi_tagged.h>
 #include <rdma/fi_errno.h>
 #include <sched.h>
+#include <sys/mman.h>
+
+#include <cstring>
 
 #include <algorithm>
 #include <chrono>
@@ -26,7 +29,7 @@ OfiEndpoint::~OfiEndpoint() {
   if (!closed_) closeGracefully(200);
 }
 
-Result OfiEndpoint::open(OfiChoice choice, int rank) {
+Result OfiEndpoint::open(OfiChoice choice, int rank, const std::string& shmName) {
   choice_ = std::move(choice);
   rank_ = rank;
   fi_info* info = choice_.info.get();
@@ -79,6 +82,15 @@ Result OfiEndpoint::open(OfiChoice choice, int rank) {
   if (rc != 0) return fail("fi_ep_bind(av)", rc);
   rc = fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV);
   if (rc != 0) return fail("fi_ep_bind(cq)", rc);
+  const char* prov = info->fabric_attr->prov_name;
+  if (!shmName.empty() && prov && strncmp(prov, "shm", 3) == 0) {
+    // Before fi_enable, which creates the region under the endpoint's name: a name of our
+    // choosing (communicator and rank) instead of the provider's pid-based one, so that it is
+    // unique per communicator and recognisably mixccl's.
+    rc = fi_setname(&ep_->fid, const_cast<char*>(shmName.c_str()), shmName.size() + 1);
+    if (rc != 0) return fail("fi_setname", rc);
+    shmName_ = shmName;
+  }
   rc = fi_enable(ep_);
   if (rc != 0) return fail("fi_enable", rc);
   char name[256];
@@ -89,6 +101,13 @@ Result OfiEndpoint::open(OfiChoice choice, int rank) {
   maxMessage_ = info->ep_attr->max_msg_size;
   mr_.setup(domain_, ep_, info->domain_attr->mr_mode);
   return mixcclSuccess;
+}
+
+void OfiEndpoint::unlinkShmName() {
+  if (shmName_.empty()) return;
+  // The provider names the file after the endpoint name, with a leading slash for shm_open.
+  shm_unlink(("/" + shmName_).c_str());
+  shmName_.clear();
 }
 
 bool OfiEndpoint::insert(const std::string& address, fi_addr_t* out, std::string* error) {

@@ -69,8 +69,14 @@ class OfiEndpoint {
   OfiEndpoint& operator=(const OfiEndpoint&) = delete;
 
   // Opens everything for the chosen provider; rank names this rank in errors. Errors name the
-  // provider and the step that failed.
-  Result open(OfiChoice choice, int rank);
+  // provider and the step that failed. shmName: for the shm provider, the name of this
+  // endpoint's region in /dev/shm (see unlinkShmName); ignored by other providers.
+  Result open(OfiChoice choice, int rank, const std::string& shmName = "");
+  // The shm provider keeps each endpoint's region in /dev/shm under the endpoint's name, and
+  // a process killed with -9 never removes it. Once every peer has mapped it (after the init
+  // handshake: peers map a region at their first message), the name can go, the way mixccl's
+  // own shm segments go after setup: a crash then leaves nothing behind.
+  void unlinkShmName();
   // This endpoint's address (fi_getname), what peers insert into their address vectors.
   const std::string& address() const { return address_; }
   // Inserts a peer's address; false (with *error) if the provider rejects it.
@@ -139,6 +145,7 @@ class OfiEndpoint {
   std::vector<OfiOpOwner*> owners_;
   bool closed_ = false;
   std::string orphanError_;
+  std::string shmName_;  // set while the region's name exists
 };
 
 }  // namespace mixccl

@@ -65,8 +65,8 @@ std::string describeOfiInfo(const fi_info* info) {
 
 Result chooseOfiProvider(const std::string& providers, const PeerInfo& local, OfiChoice* out) {
   if (providers.empty())
-    return raiseError(mixcclInvalidArgument, "libfabric: MIXCCL_OFI_PROVIDER is empty (try "
-                      "\"tcp;ofi_rxm\")");
+    return raiseError(mixcclInvalidArgument, "rank %d: libfabric: MIXCCL_OFI_PROVIDER is empty "
+                      "(try \"tcp;ofi_rxm\")", local.rank);
   fi_info* list = nullptr;
   bool directed = true;
   int rc = query(providers, FI_DIRECTED_RECV, &list);
@@ -75,12 +75,13 @@ Result chooseOfiProvider(const std::string& providers, const PeerInfo& local, Of
     rc = query(providers, 0, &list);
   }
   if (rc == -FI_ENODATA || (rc == 0 && !list))
-    return raiseError(mixcclSystemError, "libfabric: no provider matches MIXCCL_OFI_PROVIDER="
-                      "\"%s\" with reliable datagram endpoints and tagged messages (fi_info -l "
-                      "lists the providers of this host)", providers.c_str());
+    return raiseError(mixcclInvalidArgument, "rank %d: libfabric: no provider matches "
+                      "MIXCCL_OFI_PROVIDER=\"%s\" with reliable datagram endpoints and tagged "
+                      "messages (fi_info -l lists the providers of this host)", local.rank,
+                      providers.c_str());
   if (rc != 0)
-    return raiseError(mixcclSystemError, "libfabric: fi_getinfo for provider \"%s\" failed: %s",
-                      providers.c_str(), fi_strerror(-rc));
+    return raiseError(mixcclSystemError, "rank %d: libfabric: fi_getinfo for provider \"%s\" "
+                      "failed: %s", local.rank, providers.c_str(), fi_strerror(-rc));
   const fi_info* pick = list;
   for (const fi_info* i = list; i; i = i->next)
     if (sameAddress(i, local.listenAddr)) {
@@ -90,7 +91,8 @@ Result chooseOfiProvider(const std::string& providers, const PeerInfo& local, Of
   out->info.reset(fi_dupinfo(pick));
   fi_freeinfo(list);
   if (!out->info)
-    return raiseError(mixcclSystemError, "libfabric: fi_dupinfo failed (out of memory)");
+    return raiseError(mixcclSystemError, "rank %d: libfabric: fi_dupinfo failed (out of memory)",
+                      local.rank);
   out->info->next = nullptr;  // fi_dupinfo copies one entry, never the list after it
   out->directedRecv = directed;
   // FI_HMEM is asked for separately: asking in the main query could exclude a provider that

@@ -103,7 +103,10 @@ Result OfiTransport::connect(const TransportSetup& setup, const std::vector<int>
   std::shared_ptr<OfiEndpoint> ep(new OfiEndpoint);
   OfiChoice choice;
   Result mine = chooseOfiProvider(provider_, peers[setup.rank], &choice);
-  if (mine == mixcclSuccess) mine = ep->open(std::move(choice), setup.rank);
+  char shmName[64];
+  snprintf(shmName, sizeof(shmName), "mixccl-ofi-%016llx-%d", (unsigned long long)setup.commHash,
+           setup.rank);
+  if (mine == mixcclSuccess) mine = ep->open(std::move(choice), setup.rank, shmName);
   std::vector<OfiHello> hellos(candidates.size());
   for (size_t i = 0; i < candidates.size(); ++i) {
     OfiHello& h = hellos[i];
@@ -165,7 +168,9 @@ Result OfiTransport::connect(const TransportSetup& setup, const std::vector<int>
          ep->directedRecv() ? "directed receives" : "receives matched by tag only",
          (unsigned long long)ep->info()->domain_attr->mr_mode, ep->hmem() ? ", FI_HMEM" : "");
   }
-  MIXCCL_CHECK(handshake(ep.get(), setup, candidates, addrs, keys));
+  Result shaken = handshake(ep.get(), setup, candidates, addrs, keys);
+  ep->unlinkShmName();  // every peer has mapped our region now (or init fails anyway)
+  MIXCCL_CHECK(shaken);
   for (int p : candidates) (*out)[p] = std::move(made[p]);
   endpoint_ = ep;
   return mixcclSuccess;
