@@ -1,13 +1,21 @@
 // Faults over the libfabric transport, across real rank processes. CTest runs this binary
 // once per provider (MIXCCL_NET=ofi with MIXCCL_OFI_PROVIDER "tcp;ofi_rxm", then "shm"; the
-// environment is read once per process, so one provider per run): kill -9 of a rank in the
-// middle of a large AllReduce ends every survivor's call with mixcclRemoteError naming a rank
-// within a second, whatever the provider does about the dead peer (the control connection
-// tells of the death; the proxy then cancels the posted operations and closes the endpoint
-// without reading the completion queue again); a stopped peer (SIGSTOP) is a timeout at the
-// bound; mixcclCommAbort from another thread ends a blocked AllReduce. Every rank first
-// checks through mixcclCommInspect that ofi carries every pair, and after destroy that no
-// thread and no file descriptor is left beyond what it had before its communicator.
+// environment is read once per process, so one provider per run): kill -9 of a rank between
+// calls, or in the middle of a large AllReduce, ends every survivor's call with
+// mixcclRemoteError naming a rank within a second (the control connection tells of the death;
+// the proxy then cancels the posted operations and closes the endpoint without reading the
+// completion queue again); a stopped peer (SIGSTOP) is a timeout at the bound; mixcclCommAbort
+// from another thread ends a blocked AllReduce. Every rank first checks through
+// mixcclCommInspect that ofi carries every pair, and after destroy that no thread and no file
+// descriptor is left beyond what it had before its communicator.
+//
+// The shm provider of libfabric 1.17 cannot survive a peer that dies or stops inside a
+// libfabric call: its processes share a spin lock per endpoint region, and a process killed
+// (or stopped) while holding one leaves every peer that next sends to it, or reads its own
+// queue, spinning in pthread_spin_lock inside fi_tsend / fi_cq_read, for ever, holding the
+// thread that would report the failure (seen here about once in ten runs; docs/transports.md
+// "libfabric"). So over shm the faults are injected between calls only, where the victim holds
+// no lock; the mid-call ones run over tcp;ofi_rxm.
 #include <gtest/gtest.h>
 
 #include <dirent.h>
@@ -127,6 +135,40 @@ int loopUntilFailure(const Call& call, int timeoutS, const mixcclUniqueId& id,
   return 5;
 }
 
+// Over the shm provider a fault inside a libfabric call can hang the survivors (see above).
+bool faultsOnlyBetweenCalls() {
+  const char* p = getenv("MIXCCL_OFI_PROVIDER");
+  return p && std::string(p).compare(0, 3, "shm") == 0;
+}
+
+// Survivors loop until released, then make one more call; the victim stops calling and
+// sleeps outside the library (phase 2 for all once the loop ran).
+int idleVictimBody(int victim, int timeoutS, const mixcclUniqueId& id,
+                   const mixcclUniqueId& warmId, int rank, int n, Shared* sh) {
+  RankReport* rep = &sh->ranks[rank];
+  mixcclComm_t comm;
+  int rc = initOverOfi(&comm, id, warmId, rank, n, timeoutS);
+  if (rc != 0) return rc;
+  std::vector<float> buf(1 << 16, 1.0f);
+  for (int i = 0; i < 3; ++i)
+    if (mixcclAllReduce(buf.data(), buf.data(), buf.size(), mixcclFloat, mixcclSum, comm,
+                        nullptr) != mixcclSuccess)
+      return 4;
+  rep->phase.store(2);
+  if (rank == victim)
+    for (;;) pause();  // killed or stopped here, outside any libfabric call
+  while (!rep->released.load()) usleep(200);
+  mixcclResult_t r =
+      mixcclAllReduce(buf.data(), buf.data(), buf.size(), mixcclFloat, mixcclSum, comm, nullptr);
+  if (r == mixcclSuccess) return 6;
+  int d = fault::reportFailureAndDestroy(comm, rep, r, [&] {
+    float v = 1;
+    return mixcclAllReduce(&v, &v, 1, mixcclFloat, mixcclSum, comm, nullptr);
+  });
+  extra()->fdsAfter[rank] = openFds();
+  return d;
+}
+
 class OfiFault : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -136,7 +178,53 @@ class OfiFault : public ::testing::Test {
   void TearDown() override { EXPECT_TRUE(Job::noChildrenLeft()) << "a rank process was left"; }
 };
 
+TEST_F(OfiFault, KillNineBetweenCallsIsARemoteErrorNamingThePeer) {
+  const int n = 3, victim = 2;
+  Job job(n, 60);
+  TwoIds ids;
+  ASSERT_TRUE(job.ok() && ids.ok);
+  job.start([&](const mixcclUniqueId& id, int rank, int nranks, Shared* sh) {
+    return idleVictimBody(victim, 30, id, ids.warm, rank, nranks, sh);
+  });
+  for (int r = 0; r < n; ++r) ASSERT_TRUE(job.waitPhase(r, 2, 30)) << "rank " << r;
+  job.inject(victim, SIGKILL);
+  ASSERT_TRUE(job.reap(victim, 10));
+  fault::sleepSeconds(0.05);
+  for (int r = 0; r < n; ++r) job.report(r).released.store(1);
+  ASSERT_TRUE(job.waitExit());
+  int namingVictim = 0;
+  for (int r = 0; r < n; ++r) {
+    if (r == victim) continue;
+    EXPECT_EQ(job.report(r).code, mixcclRemoteError) << "rank " << r;
+    expectSurvivor(job, r, "ofi: kill -9 between calls", kPromptSeconds);
+    namingVictim += std::string(job.report(r).message).find(named(victim)) != std::string::npos;
+  }
+  EXPECT_GE(namingVictim, 1) << "no survivor named the killed rank";
+}
+
+TEST_F(OfiFault, StoppedBetweenCallsIsATimeoutAtTheBound) {
+  const int n = 2, victim = 1, timeoutS = 2;
+  Job job(n, 60);
+  TwoIds ids;
+  ASSERT_TRUE(job.ok() && ids.ok);
+  job.start([&](const mixcclUniqueId& id, int rank, int nranks, Shared* sh) {
+    return idleVictimBody(victim, timeoutS, id, ids.warm, rank, nranks, sh);
+  });
+  for (int r = 0; r < n; ++r) ASSERT_TRUE(job.waitPhase(r, 2, 30)) << "rank " << r;
+  job.inject(victim, SIGSTOP);
+  job.report(0).released.store(1);
+  ASSERT_TRUE(job.waitExit({0}));
+  double stoppedAt = job.shared()->injectedAt;
+  job.inject(victim, SIGKILL);
+  job.shared()->injectedAt = stoppedAt;
+  ASSERT_TRUE(job.reap(victim, 10));
+  EXPECT_EQ(job.report(0).code, mixcclTimeout);
+  expectSurvivor(job, 0, "ofi: stopped between calls (SIGSTOP)", timeoutS + 1.0);
+  EXPECT_GT(job.report(0).failedAt - stoppedAt, timeoutS - 0.5) << "failed before the bound";
+}
+
 TEST_F(OfiFault, KillNineMidAllReduceIsARemoteErrorNamingThePeer) {
+  if (faultsOnlyBetweenCalls()) GTEST_SKIP() << "shm provider: a peer killed inside a libfabric call can leave survivors spinning on its lock (see the top of this file)";
   const int n = 3, victim = 1;
   const size_t count = 1 << 20;  // 4 MiB of floats: several ring chunks in flight
   std::vector<float> buf(count, 1.0f);
@@ -165,6 +253,7 @@ TEST_F(OfiFault, KillNineMidAllReduceIsARemoteErrorNamingThePeer) {
 }
 
 TEST_F(OfiFault, StalledPeerTimesOutAtTheBound) {
+  if (faultsOnlyBetweenCalls()) GTEST_SKIP() << "shm provider: a peer stopped inside a libfabric call can leave survivors spinning on its lock (see the top of this file)";
   const int n = 3, victim = 2, timeoutS = 2;
   const size_t count = 1 << 16;
   std::vector<float> buf(count, 1.0f);
