@@ -365,6 +365,35 @@ TEST_P(ProxyOverTransport, CleanLeaveIsNoFailureButALaterPostIs) {
                      "with it was posted"), std::string::npos) << msg;
 }
 
+// A message received with another size than it was sent with (larger or smaller) is an error
+// naming both sizes and the peer, never a truncation or a silent short receive.
+TEST_P(ProxyOverTransport, SizeMismatchNamesBothSizes) {
+  for (size_t sent : {100, 30}) {
+    SCOPED_TRACE("sent " + std::to_string(sent));
+    std::unique_ptr<Pair> pair = makePair(GetParam(), 1, 65536);
+    Pair& p = *pair;
+    std::vector<uint8_t> out(sent, 7), in(50 + 1, 0xEE);
+    TransportRequest s(TransportRequest::Kind::Send, 1, out.data(), out.size());
+    TransportRequest r(TransportRequest::Kind::Recv, 0, in.data(), 50);
+    p.p0->post(&s);
+    p.p1->post(&r);
+    std::thread sender([&] { p.p0->wait(&s, Deadline::afterSeconds(5)); });
+    EXPECT_EQ(p.p1->wait(&r, Deadline::afterSeconds(5)), mixcclRemoteError);
+    sender.join();
+    std::string msg;
+    p.h1.error(&msg);
+    // A larger message: libfabric providers that do not report the overflow say "more than".
+    std::string exact = "rank 0 (test) sent a message of " + std::to_string(sent) +
+                        " bytes to a receive of 50 bytes (mismatched calls?)";
+    std::string bound = "rank 0 (test) sent a message of more than 50 bytes to a receive of 50 "
+                        "bytes (mismatched calls?)";
+    EXPECT_TRUE(msg.find(exact) != std::string::npos ||
+                (sent > 50 && transportNameOf(GetParam()) == "ofi" &&
+                 msg.find(bound) != std::string::npos)) << msg;
+    EXPECT_EQ(in[50], 0xEE) << "written past the posted receive";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, ProxyOverTransport, ::testing::ValuesIn(kTransports),
                          [](const ::testing::TestParamInfo<const char*>& info) {
                            return std::string(info.param);

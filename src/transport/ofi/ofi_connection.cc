@@ -151,11 +151,14 @@ void OfiConnection::opDone(OfiOp* op, size_t len) {
 void OfiConnection::opFailed(OfiOp* op, const fi_cq_err_entry& err, const std::string& text) {
   OfiOp copy = *op;
   ep_->freeOp(op);
-  if (err.err == FI_ECANCELED) return;  // we cancelled it (abandon): the engine fails requests
-  if (!copy.send && err.err == FI_ETRUNC && copy.request) {
-    events_->protocolError(peer(), "sent a message of " +
-                                       std::to_string(copy.request->bytes + err.olen) +
-                                       " bytes to a receive of " +
+  // Providers disagree on the sign of err (shm reports -FI_ETRUNC).
+  const int code = err.err < 0 ? -err.err : err.err;
+  if (code == FI_ECANCELED) return;  // we cancelled it (abandon): the engine fails requests
+  if (!copy.send && code == FI_ETRUNC && copy.request) {
+    // olen is the part that did not fit, where the provider reports it (rxm says 0).
+    std::string sent = err.olen ? std::to_string(copy.request->bytes + err.olen)
+                                : "more than " + std::to_string(copy.request->bytes);
+    events_->protocolError(peer(), "sent a message of " + sent + " bytes to a receive of " +
                                        std::to_string(copy.request->bytes) +
                                        " bytes (mismatched calls?)");
     return;

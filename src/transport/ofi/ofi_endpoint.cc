@@ -161,8 +161,8 @@ int OfiEndpoint::progress() {
       if (fi_cq_readerr(cq_, &err, 0) <= 0) break;
       char buf[256] = "";
       const char* text = fi_cq_strerror(cq_, err.prov_errno, err.err_data, buf, sizeof(buf));
-      std::string what = fi_strerror(err.err);
-      if (text && *text) what += std::string(" (") + text + ")";
+      std::string what = fi_strerror(err.err < 0 ? -err.err : err.err);
+      if (text && *text && what != text) what += std::string(" (") + text + ")";
       OfiOp* op = static_cast<OfiOp*>(err.op_context);
       ++handled;
       if (!op || !ops_.count(op)) continue;
