@@ -1,6 +1,7 @@
 #include "transport/ofi/ofi_transport.h"
 
 #include <algorithm>
+#include <poll.h>
 #include <sched.h>
 
 #include <cstring>
@@ -67,8 +68,19 @@ Result handshake(OfiEndpoint* ep, const TransportSetup& setup, const std::vector
       return raiseError(mixcclSystemError, "rank %d: libfabric provider %s: first message with %s "
                         "failed: %s", setup.rank, ep->provider().c_str(), who.c_str(), error.c_str());
   }
-  while (ep->inFlight() > 0 && ep->orphanError().empty() && !setup.deadline.expired()) {
+  // A peer whose own init failed after the exchange (its log says why) closes its control
+  // connection: that ends the wait at once instead of at the init deadline.
+  std::vector<pollfd> control;
+  for (int p : peers) control.push_back(pollfd{(*setup.conns)[p][0].fd(), POLLRDHUP, 0});
+  for (int round = 0;
+       ep->inFlight() > 0 && ep->orphanError().empty() && !setup.deadline.expired(); ++round) {
     if (ep->progress() == 0) sched_yield();
+    if (round % 256 != 0 || poll(control.data(), control.size(), 0) <= 0) continue;
+    for (size_t i = 0; i < control.size(); ++i)
+      if (control[i].revents & (POLLRDHUP | POLLHUP | POLLERR))
+        return raiseError(mixcclRemoteError, "rank %d: %s closed its connection during the "
+                          "libfabric handshake (its init failed: see its log)", setup.rank,
+                          describePeer(*setup.peers, peers[i]).c_str());
   }
   for (size_t i = 0; i < peers.size(); ++i) {
     bool recvLeft = ep->tagInFlight(ofiTag(keys[i], true, peers[i], 1));
