@@ -7,7 +7,10 @@
 #   2. Each libFuzzer target for FUZZ_SECONDS (default 25) from its corpus, in a scratch copy;
 #      a crash is copied into tests/fuzz/corpus/<target>/ as a regression input and fails.
 #   3. ThreadSanitizer build (build-tsan/): the proxy/transport tests (threads only, including
-#      several communicators of one process) and the transport fuzz corpus. TSan does not
+#      several communicators of one process) and the transport fuzz corpus.
+# The libfabric transport (MIXCCL_NET=ofi, where the build has it) runs in stages 1 and 3
+# through the proxy/transport tests (kTransports: ofi_tcp, ofi_shm; OfiStranger) and in stage 1
+# through CTest's ofi quick matrices; its forked fault tests do not (docs/reliability.md). TSan does not
 #      support fork after threads, so the forked multi-rank tests run in stage 1 only.
 # Options: --fuzz-seconds N (0 skips fuzzing), --no-tsan, --no-asan. Exits non-zero on any
 # finding. Takes about 6-8 minutes on 2 cores, most of it compiling.

@@ -72,6 +72,7 @@ EnvParams load() {
   p.spinUs = (int)readInt("MIXCCL_SPIN_US", 100, 0, 1000000);
   p.adaptor = readName("MIXCCL_ADAPTOR", {"host", "gloo", "mpi", "nccl"});
   p.net = readName("MIXCCL_NET", {"auto", "socket", "shm", "ucx", "ofi"});
+  p.ofiProvider = readString("MIXCCL_OFI_PROVIDER", "tcp;ofi_rxm");
   p.topoDumpFile = readString("MIXCCL_TOPO_DUMP_FILE", "");
   p.checkMismatch = readBool("MIXCCL_CHECK_MISMATCH", false);
   p.pluginPath = readString("MIXCCL_PLUGIN_PATH", "");

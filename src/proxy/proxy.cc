@@ -358,12 +358,14 @@ void Proxy::progressOnce(int timeoutMs, const TransportRequest* waitingFor) {
   for (Connection* c : polled_) c->poll();
   // Starting the new sends may already have finished the awaited request: then do not block.
   if (waitingFor && waitingFor->stateNow() != TransportRequest::Pending) timeoutMs = 0;
-  // Connections without an fd (rings) arrange to be woken by a doorbell before we block.
+  // Before we block, every connection arranges to be woken: rings set their doorbell flags,
+  // a library's wait fd is armed (fi_trywait); false means work came in meanwhile.
   bool armed = false;
-  if (timeoutMs > 0 && !polled_.empty() && !failedHandled_) {
+  if (timeoutMs > 0 && !failedHandled_) {
     armed = true;
     bool quiet = true;
-    for (Connection* c : polled_) quiet = c->prepareToBlock() && quiet;
+    for (std::unique_ptr<Connection>& c : conns_)
+      if (c) quiet = c->prepareToBlock() && quiet;
     if (!quiet || (waitingFor && waitingFor->stateNow() != TransportRequest::Pending) ||
         health_.failed())
       timeoutMs = 0;
@@ -371,7 +373,8 @@ void Proxy::progressOnce(int timeoutMs, const TransportRequest* waitingFor) {
   epoll_event events[64];
   int n = epoll_wait(epollFd_, events, 64, timeoutMs);
   if (armed)
-    for (Connection* c : polled_) c->afterBlock();
+    for (std::unique_ptr<Connection>& c : conns_)
+      if (c) c->afterBlock();
   for (int i = 0; i < n; ++i) {
     if (events[i].data.u64 == kEventFdTag) {
       uint64_t v;

@@ -10,7 +10,7 @@ namespace {
 constexpr uint32_t kNetHelloMagic = 0x4854454e;  // "NETH"
 constexpr uint32_t kNetHelloRdma = 1;            // an active RDMA port on this host
 constexpr uint32_t kNetHelloUcx = 2;             // this build has ucx
-// (ofi: 4, when it joins)
+constexpr uint32_t kNetHelloOfi = 4;             // this build has ofi
 
 struct NetHello {
   uint32_t magic;
@@ -23,16 +23,16 @@ static_assert(sizeof(NetHello) == 32, "NetHello is part of the wire format");
 }  // namespace
 
 PairChoice planPair(const std::string& name, const std::string& source, bool sameHost,
-                    bool bothRdma, bool bothUcx) {
+                    bool bothRdma, bool bothUcx, bool bothOfi) {
   const std::string asked = source == "default" ? "default auto" : source + "=" + name;
-  if (name == "socket" || name == "ucx") return {name, asked + ": every pair"};
+  if (name == "socket" || name == "ucx" || name == "ofi") return {name, asked + ": every pair"};
   if (name == "shm")
     return sameHost ? PairChoice{"shm", asked + ", same host"}
                     : PairChoice{"socket", asked + ", other host: shared memory cannot cross hosts"};
   // auto
   if (sameHost) return {"shm", asked + ", same host"};
   if (bothRdma && bothUcx) return {"ucx", asked + ", other host, both ranks have an active RDMA port"};
-  // The place for ofi: bothRdma && bothOfi -> "ofi".
+  if (bothRdma && bothOfi) return {"ofi", asked + ", other host, both ranks have an active RDMA port"};
   if (!bothRdma) return {"socket", asked + ", other host, no active RDMA port on both ranks"};
   return {"socket", asked + ", other host, RDMA on both ranks but no RDMA transport built in both"};
 }
@@ -42,6 +42,9 @@ bool netBuilt(const std::string& name) {
 #ifdef MIXCCL_HAVE_UCX
   if (name == "ucx") return true;
 #endif
+#ifdef MIXCCL_HAVE_OFI
+  if (name == "ofi") return true;
+#endif
   return false;
 }
 
@@ -50,6 +53,7 @@ bool netKnown(const std::string& name) { return netBuilt(name) || name == "ucx" 
 std::string netNamesBuilt() {
   std::string s = "auto, socket, shm";
   if (netBuilt("ucx")) s += ", ucx";
+  if (netBuilt("ofi")) s += ", ofi";
   return s;
 }
 
@@ -59,7 +63,8 @@ Result agreeOnNet(int rank, uint64_t commHash, const std::vector<PeerInfo>& peer
   const int nranks = (int)peers.size();
   NetHello hello{};
   hello.magic = kNetHelloMagic;
-  hello.flags = (mine.rdma ? kNetHelloRdma : 0) | (netBuilt("ucx") ? kNetHelloUcx : 0);
+  hello.flags = (mine.rdma ? kNetHelloRdma : 0) | (netBuilt("ucx") ? kNetHelloUcx : 0) |
+                (netBuilt("ofi") ? kNetHelloOfi : 0);
   hello.commHash = commHash;
   snprintf(hello.name, sizeof(hello.name), "%s", mine.name.c_str());
   std::vector<std::string> names(nranks);
@@ -86,7 +91,7 @@ Result agreeOnNet(int rank, uint64_t commHash, const std::vector<PeerInfo>& peer
     bool sameHost = peers[p].hostHash == peers[rank].hostHash;
     uint32_t both = hello.flags & theirs.flags;
     (*out)[p] = planPair(mine.name, mine.source, sameHost, (both & kNetHelloRdma) != 0,
-                         (both & kNetHelloUcx) != 0);
+                         (both & kNetHelloUcx) != 0, (both & kNetHelloOfi) != 0);
   }
   return mixcclSuccess;
 }

@@ -41,10 +41,10 @@ struct PairChoice {
 };
 
 // The plan of one pair from what both ranks said (agreeOnNet calls it once they agree on name).
-// source: where the name came from (for why); bothRdma / bothUcx: both ranks have an active
-// RDMA port / a build with ucx.
+// source: where the name came from (for why); bothRdma / bothUcx / bothOfi: both ranks have an
+// active RDMA port / a build with ucx / with ofi. auto prefers ucx over ofi.
 PairChoice planPair(const std::string& name, const std::string& source, bool sameHost,
-                    bool bothRdma, bool bothUcx);
+                    bool bothRdma, bool bothUcx, bool bothOfi = false);
 
 // Tells every peer what this rank asked for and reads theirs (over conns[p][0], blocking,
 // bounded), then plans each pair. (*out)[rank] stays empty.

@@ -154,6 +154,10 @@ class Transport {
   // the next transport in the registry then gets.
   virtual Result connect(const TransportSetup& setup, const std::vector<int>& candidates,
                          std::vector<std::unique_ptr<Connection>>* out) = 0;
+  // Whether this transport can move memory of this kind at all (device memory: the library
+  // offers GPU registration, e.g. libfabric's FI_HMEM); each Connection::canMove decides per
+  // pair. Host memory by default.
+  virtual bool supportsMemory(MemoryKind kind) const { return kind == MemoryKind::Host; }
 };
 
 }  // namespace mixccl

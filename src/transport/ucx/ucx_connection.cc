@@ -230,14 +230,15 @@ void UcxConnection::finish(Op* op, ucs_status_t status, size_t length) {
   }
   if (!r || !events_) return;  // abandoned: the engine has failed the request itself
   if (status == UCS_OK && kind == Op::Recv && length != r->bytes) {
-    events_->protocolError(peer(), "sent " + std::to_string(length) + " bytes to a receive of " +
-                                       std::to_string(r->bytes) + " bytes (over ucx)");
+    events_->protocolError(peer(), "sent a message of " + std::to_string(length) +
+                                       " bytes to a receive of " + std::to_string(r->bytes) +
+                                       " bytes (mismatched calls?)");
     return;
   }
   if (status == UCS_ERR_MESSAGE_TRUNCATED) {
-    events_->protocolError(peer(), "sent more than " + std::to_string(r->bytes) +
+    events_->protocolError(peer(), "sent a message of more than " + std::to_string(r->bytes) +
                                        " bytes to a receive of " + std::to_string(r->bytes) +
-                                       " bytes (over ucx)");
+                                       " bytes (mismatched calls?)");
     return;
   }
   if (status != UCS_OK) {
