@@ -86,7 +86,7 @@ ncclResult_t checkComm(ncclComm_t comm) {
 }
 
 ncclResult_t unsupported(const char* fn, const char* what) {
-  return refuse(ncclInvalidUsage, "%s: %s is not supported by mixccl's NCCL shim "
+  return refuse(ncclInvalidUsage, "%s: not supported by mixccl's NCCL shim: %s "
                 "(docs/nccl-compat.md)", fn, what);
 }
 

@@ -6,7 +6,7 @@ using namespace nccl_shim;
 
 namespace {
 constexpr const char* kFault = "fault-tolerant communicator changes (revoke, shrink, grow)";
-constexpr const char* kSuspend = "suspending a communicator's GPU memory";
+constexpr const char* kSuspend = "suspend and resume of a communicator's GPU memory";
 constexpr const char* kWindows = "symmetric memory windows";
 constexpr const char* kSignals = "one-sided signals on windows";
 constexpr const char* kDevice = "the device API (device communicators, GIN, LSA, multimem)";
@@ -128,7 +128,7 @@ NCCL_SHIM_API ncclResult_t ncclLLA2ACreateRequirement(int, int, ncclLLA2AHandle_
 NCCL_SHIM_PROFILING_ALIAS(ncclLLA2ACreateRequirement)
 // Sizing for a requirement that cannot be created: no slots, and the refusal recorded.
 NCCL_SHIM_API int ncclLLA2ACalcSlots(int, int) {
-  refuseQuietly("ncclLLA2ACalcSlots: %s is not supported by mixccl's NCCL shim "
+  refuseQuietly("ncclLLA2ACalcSlots: not supported by mixccl's NCCL shim: %s "
                 "(docs/nccl-compat.md)", kDevice);
   return 0;
 }
@@ -166,7 +166,7 @@ NCCL_SHIM_API ncclResult_t ncclParamGetAllParameterKeys(const char***, int*) {
 }
 NCCL_SHIM_PROFILING_ALIAS(ncclParamGetAllParameterKeys)
 NCCL_SHIM_API void ncclParamDumpAll(void) {
-  refuseQuietly("ncclParamDumpAll: %s is not supported by mixccl's NCCL shim (docs/nccl-compat.md)",
+  refuseQuietly("ncclParamDumpAll: not supported by mixccl's NCCL shim: %s (docs/nccl-compat.md)",
                 kParams);
 }
 NCCL_SHIM_PROFILING_ALIAS(ncclParamDumpAll)
