@@ -114,3 +114,21 @@ TEST(NcclLocator, AdaptorInitRefusesTheShim) {
             std::string::npos)
       << msg;
 }
+
+// With the shim preloaded and no MIXCCL_NCCL_LIBRARY, the adaptor's own search gets past the
+// shim to NVIDIA's NCCL: its init then fails later (no GPU here) or succeeds, never on NCCL.
+TEST(NcclLocator, AdaptorInitUnderPreloadGetsPastTheShim) {
+  if (!preloaded()) GTEST_SKIP() << "needs LD_PRELOAD=<shim>";
+  if (access((std::string(kRealDir) + "/libnccl.so.2").c_str(), F_OK) != 0)
+    GTEST_SKIP() << "no NVIDIA NCCL in " << kRealDir;
+  unsetenv("MIXCCL_NCCL_LIBRARY");
+  setenv("MIXCCL_ADAPTOR", "nccl", 1);
+  mixcclComm_t comm = nullptr;
+  if (mixcclCommInitAll(&comm, 1, nullptr) == mixcclSuccess) {
+    mixcclCommDestroy(comm);
+    return;  // a GPU machine: the adaptor ran on NVIDIA's NCCL
+  }
+  const std::string msg = mixcclGetLastError(nullptr);
+  EXPECT_EQ(msg.find("cannot load NCCL"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("nccl adaptor: "), std::string::npos) << msg;
+}
