@@ -154,7 +154,8 @@ mixcclResult_t mixcclCommFinalize(mixcclComm_t comm);
 mixcclResult_t mixcclCommDestroy(mixcclComm_t comm);
 /* Stops all work at once (callable from any thread); blocked calls return with an error. */
 mixcclResult_t mixcclCommAbort(mixcclComm_t comm);
-/* Reports the state of asynchronous work: mixcclSuccess, mixcclInProgress, or the error. */
+/* Reports the state of asynchronous work: mixcclSuccess, mixcclInProgress, or the error (whose
+ * message mixcclGetLastError then returns, for comm and for the calling thread). */
 mixcclResult_t mixcclCommGetAsyncError(mixcclComm_t comm, mixcclResult_t* asyncError);
 
 const char* mixcclGetErrorString(mixcclResult_t result);

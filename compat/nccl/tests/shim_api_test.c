@@ -9,6 +9,8 @@
  *        shim_api_test fork N     N forked ranks; each makes communicators with an older
  *                                 (smaller) ncclConfig_t, non-blocking, and by
  *                                 ncclCommInitRankScalable, and runs the sweep on each
+ *        shim_api_test async N    N forked ranks; the last dies after init and the others see
+ *                                 ncclRemoteError from ncclCommGetAsyncError, with the message
  *        shim_api_test local      one process: ncclCommInitAll driven in one group, and every
  *                                 refusal with its code and exact ncclGetLastError message
  * Each prints "PASSED" (or the failed checks and "FAILED") and exits 0 when every check held. */
@@ -273,7 +275,7 @@ static int forkedRank(int rank, int n, const ncclUniqueId* ids) {
   return gShimFailures != 0;
 }
 
-static int forkMode(int n) {
+static int forkMode(int n, int (*rankMain)(int, int, const ncclUniqueId*)) {
   ncclUniqueId ids[3];
   for (int i = 0; i < 3; ++i) SHIM_OK(ncclGetUniqueId(&ids[i]));
   if (gShimFailures) return 1;
@@ -284,7 +286,7 @@ static int forkMode(int n) {
     if (pids[r] == 0) {
       prctl(PR_SET_PDEATHSIG, SIGKILL);
       alarm(120);
-      _exit(forkedRank(r, n, ids));
+      _exit(rankMain(r, n, ids));
     }
   }
   int failed = 0;
@@ -298,6 +300,37 @@ static int forkMode(int n) {
   }
   printf("%d forked ranks: %s\n", n, failed ? "FAILED" : "PASSED");
   return failed;
+}
+
+/* ---- async mode: a peer that dies shows as the communicator's asynchronous error ---- */
+
+static int asyncRank(int rank, int n, const ncclUniqueId* ids) {
+  gShimRank = rank;
+  ncclComm_t comm = NULL;
+  SHIM_OK(ncclCommInitRank(&comm, n, ids[0], rank));
+  if (!comm) return 1;
+  allReduceGivesCount(comm, n); /* every connection is up */
+  if (rank == n - 1) _exit(0);  /* dies without ncclCommDestroy: no goodbye to its peers */
+  ncclResult_t state = ncclSuccess;
+  for (int i = 0; i < 2000 && state == ncclSuccess; ++i) {
+    SHIM_OK(ncclCommGetAsyncError(comm, &state));
+    if (state == ncclSuccess) usleep(10000);
+  }
+  SHIM_CHECK(state == ncclRemoteError);
+  /* mixccl's message names the rank that died ("... rank 2 (host pid N) failed ..." or "...
+   * connection to rank 2 (...) failed: it closed the connection ..."). */
+  const char* msg = ncclGetLastError(comm);
+  char dead[32];
+  snprintf(dead, sizeof dead, "rank %d (", n - 1);
+  if (!strstr(msg, dead) || !strstr(msg, "failed")) {
+    fprintf(stderr, "rank %d: ncclGetLastError: \"%s\"\n", rank, msg);
+    ++gShimFailures;
+  }
+  /* Later calls fail at once with the same code; abort frees the communicator. */
+  float x = 1;
+  SHIM_CHECK(ncclAllReduce(&x, &x, 1, ncclFloat, ncclSum, comm, NULL) == ncclRemoteError);
+  SHIM_OK(ncclCommAbort(comm));
+  return gShimFailures != 0;
 }
 
 /* ---- local mode: InitAll and the refusals ---- */
@@ -424,7 +457,12 @@ int main(int argc, char** argv) {
   if (argc >= 3 && strcmp(argv[1], "fork") == 0) {
     int n = atoi(argv[2]);
     if (n < 1 || n > 64) return 2;
-    return forkMode(n);
+    return forkMode(n, forkedRank);
+  }
+  if (argc >= 3 && strcmp(argv[1], "async") == 0) {
+    int n = atoi(argv[2]);
+    if (n < 2 || n > 64) return 2;
+    return forkMode(n, asyncRank);
   }
   if (argc >= 2 && strcmp(argv[1], "local") == 0) {
     gShimRank = 0;
@@ -433,6 +471,6 @@ int main(int argc, char** argv) {
     printf("local: %s\n", gShimFailures ? "FAILED" : "PASSED");
     return gShimFailures != 0;
   }
-  fprintf(stderr, "usage: %s launcher | fork NRANKS | local\n", argv[0]);
+  fprintf(stderr, "usage: %s launcher | fork NRANKS | async NRANKS | local\n", argv[0]);
   return 2;
 }
