@@ -98,6 +98,12 @@ typedef enum {
   mixcclNumOps = 5
 } mixcclRedOp_t;
 
+/* Where the scalar of mixcclRedOpCreatePreMulSum lives (NCCL's values). */
+typedef enum {
+  mixcclScalarDevice = 0,        /* a pointer into the rank's memory, read when each call runs */
+  mixcclScalarHostImmediate = 1  /* a host pointer, read once at creation */
+} mixcclScalarResidence_t;
+
 #define MIXCCL_SPLIT_NOCOLOR (-1)
 #define MIXCCL_CONFIG_UNDEF_INT INT32_MIN
 #define MIXCCL_CONFIG_UNDEF_PTR NULL
@@ -148,7 +154,8 @@ mixcclResult_t mixcclCommFinalize(mixcclComm_t comm);
 mixcclResult_t mixcclCommDestroy(mixcclComm_t comm);
 /* Stops all work at once (callable from any thread); blocked calls return with an error. */
 mixcclResult_t mixcclCommAbort(mixcclComm_t comm);
-/* Reports the state of asynchronous work: mixcclSuccess, mixcclInProgress, or the error. */
+/* Reports the state of asynchronous work: mixcclSuccess, mixcclInProgress, or the error (whose
+ * message mixcclGetLastError then returns, for comm and for the calling thread). */
 mixcclResult_t mixcclCommGetAsyncError(mixcclComm_t comm, mixcclResult_t* asyncError);
 
 const char* mixcclGetErrorString(mixcclResult_t result);
@@ -207,6 +214,18 @@ mixcclResult_t mixcclGather(const void* sendbuff, void* recvbuff, size_t count,
 mixcclResult_t mixcclScatter(const void* sendbuff, void* recvbuff, size_t count,
                              mixcclDataType_t datatype, int root, mixcclComm_t comm,
                              mixcclStream_t stream);
+
+/* A pre-multiplied sum: every rank's input is multiplied by *scalar (of datatype), then summed.
+ * The op is valid on comm only, for collectives of that datatype, until mixcclRedOpDestroy.
+ * mixcclScalarDevice reads the scalar from the rank's memory when each call runs (host memory on
+ * host adaptors); on an adaptor that takes device memory only mixcclScalarHostImmediate is
+ * accepted. Scaling runs in host memory: collectives on device memory refuse such an op with
+ * mixcclInvalidUsage. Integers multiply modulo 2^bits; Float16, Bfloat16 and Float8 multiply in
+ * float32 and round once (the product), then the sum rounds as for mixcclSum. */
+mixcclResult_t mixcclRedOpCreatePreMulSum(mixcclRedOp_t* op, void* scalar,
+                                          mixcclDataType_t datatype,
+                                          mixcclScalarResidence_t residence, mixcclComm_t comm);
+mixcclResult_t mixcclRedOpDestroy(mixcclRedOp_t op, mixcclComm_t comm);
 
 /* Point to point. Sends and receives between two ranks match in the order they are issued.
  * Put matching sends and receives into one group to avoid deadlock. */

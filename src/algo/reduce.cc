@@ -333,6 +333,46 @@ void divideViaFloat(void* buf, size_t count, int n) {
   }
 }
 
+template <typename T>
+void scaleIntegers(void* dst, const void* src, size_t count, const void* scalar) {
+  using U = std::make_unsigned_t<T>;
+  U factor;
+  std::memcpy(&factor, scalar, sizeof factor);
+  const T* in = static_cast<const T*>(src);
+  T* out = static_cast<T*>(dst);
+  // Unsigned arithmetic wraps like Sum and Prod do, without signed overflow.
+  for (size_t i = 0; i < count; ++i)
+    out[i] = static_cast<T>(static_cast<U>(static_cast<U>(in[i]) * factor));
+}
+
+template <typename T>
+void scaleFloats(void* dst, const void* src, size_t count, const void* scalar) {
+  T factor;
+  std::memcpy(&factor, scalar, sizeof factor);
+  const T* in = static_cast<const T*>(src);
+  T* out = static_cast<T*>(dst);
+  for (size_t i = 0; i < count; ++i) out[i] = in[i] * factor;
+}
+
+template <typename Codec>
+void scaleViaFloat(void* dst, const void* src, size_t count, const void* scalar) {
+  using S = typename Codec::Storage;
+  S factorBits;
+  std::memcpy(&factorBits, scalar, sizeof factorBits);
+  float factor;
+  Codec::widen(&factorBits, &factor, 1);
+  const S* in = static_cast<const S*>(src);
+  S* out = static_cast<S*>(dst);
+  float f[kFloatBlock];
+  for (size_t done = 0; done < count;) {
+    const size_t len = std::min(kFloatBlock, count - done);
+    Codec::widen(in + done, f, len);
+    for (size_t i = 0; i < len; ++i) f[i] *= factor;
+    Codec::narrow(f, out + done, len);
+    done += len;
+  }
+}
+
 }  // namespace
 
 size_t dataTypeSize(mixcclDataType_t type) {
@@ -414,6 +454,38 @@ void divideBy(void* buf, size_t count, mixcclDataType_t type, int n) {
       return divideViaFloat<Fp8e4m3Codec>(buf, count, n);
     case mixcclFloat8e5m2:
       return divideViaFloat<Fp8e5m2Codec>(buf, count, n);
+    default:
+      return;
+  }
+}
+
+void scaleBy(void* dst, const void* src, size_t count, mixcclDataType_t type, const void* scalar) {
+  if (count == 0) return;
+  switch (type) {
+    case mixcclInt8:
+      return scaleIntegers<int8_t>(dst, src, count, scalar);
+    case mixcclUint8:
+      return scaleIntegers<uint8_t>(dst, src, count, scalar);
+    case mixcclInt32:
+      return scaleIntegers<int32_t>(dst, src, count, scalar);
+    case mixcclUint32:
+      return scaleIntegers<uint32_t>(dst, src, count, scalar);
+    case mixcclInt64:
+      return scaleIntegers<int64_t>(dst, src, count, scalar);
+    case mixcclUint64:
+      return scaleIntegers<uint64_t>(dst, src, count, scalar);
+    case mixcclFloat32:
+      return scaleFloats<float>(dst, src, count, scalar);
+    case mixcclFloat64:
+      return scaleFloats<double>(dst, src, count, scalar);
+    case mixcclFloat16:
+      return scaleViaFloat<HalfCodec>(dst, src, count, scalar);
+    case mixcclBfloat16:
+      return scaleViaFloat<Bf16Codec>(dst, src, count, scalar);
+    case mixcclFloat8e4m3:
+      return scaleViaFloat<Fp8e4m3Codec>(dst, src, count, scalar);
+    case mixcclFloat8e5m2:
+      return scaleViaFloat<Fp8e5m2Codec>(dst, src, count, scalar);
     default:
       return;
   }

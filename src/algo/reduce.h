@@ -40,6 +40,12 @@ void reduce(void* dst, const void* a, const void* b, size_t count, mixcclDataTyp
 // to float32, divide, and round once. n < 1 (or an invalid type) leaves buf unchanged.
 void divideBy(void* buf, size_t count, mixcclDataType_t type, int n);
 
+// dst[i] = src[i] * scalar for i < count, the input step of a pre-multiplied sum; scalar points
+// to one element of type. Integers multiply modulo 2^bits (in the unsigned type); float and double
+// in their own precision; the narrow float types widen to float32, multiply and round once.
+// dst may be src. An invalid type leaves dst unchanged.
+void scaleBy(void* dst, const void* src, size_t count, mixcclDataType_t type, const void* scalar);
+
 namespace detail {
 // reduce() with the baseline-ISA kernels, skipping run-time CPU dispatch; lets tests cover
 // the kernels that CPUs without AVX2 run.

@@ -4,6 +4,7 @@
 #include "adaptors/adaptor_loader.h"
 #include "core/args.h"
 #include "core/group.h"
+#include "core/user_ops.h"
 
 using namespace mixccl;
 
@@ -11,13 +12,14 @@ namespace {
 
 // The one path of every collective entry point: check the call against its kind's record,
 // then run it or record it in the open group.
-Result submitCollective(Comm* comm, const CollCall& call) {
-  MIXCCL_CHECK(checkCollArgs(comm, call));
+Result submitCollective(Comm* comm, const CollCall& original) {
   WorkItem w;
+  w.call = original;
+  MIXCCL_CHECK(resolveUserOp(comm, &w.call, &w.preMul, &w.isPreMul));
+  MIXCCL_CHECK(checkCollArgs(comm, w.call));
   w.comm = comm;
-  w.name = call.spec().apiName;
+  w.name = w.call.spec().apiName;
   w.kind = WorkItem::Kind::Collective;
-  w.call = call;
   return submitWork(std::move(w));
 }
 

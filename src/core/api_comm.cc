@@ -203,7 +203,16 @@ MIXCCL_API mixcclResult_t mixcclCommGetAsyncError(mixcclComm_t comm, mixcclResul
     return raiseError(mixcclInvalidArgument, "mixcclCommGetAsyncError: asyncError is NULL");
   // Initialising: mixcclInProgress; init failed: its error; then the proxy's first failure.
   Result state = (Result)ref->initState.load(std::memory_order_acquire);
-  *asyncError = state != mixcclSuccess ? state : ref->health.error(nullptr);
+  std::string why;
+  if (state == mixcclSuccess) state = ref->health.error(&why);
+  else if (state != mixcclInProgress) why = ref->initError;  // written before initState
+  // A failure found here is reported like a failed call's: mixcclGetLastError(comm) (and the
+  // thread's) then says what it was. It was logged when it happened, so not again.
+  if (state != mixcclSuccess && state != mixcclInProgress && !why.empty()) {
+    ref->setLastError(why);
+    adoptError(state, why);
+  }
+  *asyncError = state;
   return mixcclSuccess;
 }
 

@@ -16,6 +16,7 @@
 #include "core/domain_comm.h"
 #include "topology/domains.h"
 #include "core/staged_executor.h"
+#include "core/user_ops.h"
 #include "proxy/proxy.h"
 #include "topology/topology.h"
 
@@ -45,6 +46,9 @@ struct mixcclComm {
   // stream order (staged_executor.h); made at the first such call.
   std::mutex stagedMutex;
   std::unique_ptr<mixccl::StagedExecutor> staged;
+
+  // Ops made by mixcclRedOpCreatePreMulSum, valid on this communicator only.
+  mixccl::UserOps userOps;
 
   std::atomic<int> refs{1};  // the owner's reference plus one per API call in progress
   std::atomic<bool> finalized{false};

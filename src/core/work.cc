@@ -86,6 +86,7 @@ Result executeOnComm(Comm* comm, const std::vector<WorkItem*>& items) {
     } else {
       ++comm->collSeq;
     }
+    if (w->isPreMul) applyPreMulSum(w->preMul, comm->rank, comm->nranks, &w->call, &w->scaled);
     Transfers t(*comm->proxy, deadline);
     CollContext ctx{comm->rank, comm->nranks, t, env().chunkBytes};
     first = runCollective(comm, ctx, w->call);

@@ -8,6 +8,7 @@
 #include "algo/algorithms.h"
 #include "core/comm.h"
 #include "core/coll_call.h"
+#include "core/user_ops.h"
 
 namespace mixccl {
 
@@ -24,6 +25,10 @@ struct WorkItem {
   mixcclDataType_t type = mixcclUint8;
   void* stream = nullptr;
   CollCall call{};  // collectives: what runs, and what MIXCCL_CHECK_MISMATCH compares
+  // A pre-multiplied sum (call.op is then mixcclSum): scaled into `scaled` when the item runs.
+  bool isPreMul = false;
+  PreMulSumOp preMul;
+  std::vector<unsigned char> scaled;
 };
 
 // Executes the items of one communicator: all point-to-point items in flight together, the

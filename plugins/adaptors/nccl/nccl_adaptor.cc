@@ -1,5 +1,6 @@
-// The nccl adaptor: CUDA device memory and NCCL's collectives. libnccl.so.2 and the CUDA
-// runtime are opened with dlopen at init(), so the plugin builds and loads without CUDA and
+// The nccl adaptor: CUDA device memory and NCCL's collectives. NVIDIA's libnccl.so.2 (found by
+// nccl_library.h, never mixccl's own NCCL shim) and the CUDA runtime are opened with dlopen at
+// init(), so the plugin builds and loads without CUDA and
 // fails init() with a clear message where there is no library or no device. The few CUDA and
 // NCCL types are declared here; mixccl's datatype and op enums have NCCL's values.
 #include <dlfcn.h>
@@ -9,6 +10,7 @@
 #include <mutex>
 #include <string>
 
+#include "nccl_library.h"
 #include "plugin_support.h"
 #include "../common/table_entries.h"
 
@@ -97,14 +99,16 @@ bool bind(void* lib, const char* name, F* fn, std::string* missing) {
 mixcclResult_t loadApi() {
   static const char* const cudartNames[] = {"libcudart.so", "libcudart.so.13", "libcudart.so.12",
                                             "libcudart.so.11.0", nullptr};
-  static const char* const ncclNames[] = {"libnccl.so.2", "libnccl.so", nullptr};
   void* cudart = nullptr;
   void* nccl = nullptr;
-  std::string why = openFirst(cudartNames, &cudart);
+  // NCCL first: in a process that runs mixccl's NCCL shim, "libnccl.so.2" is the shim, and
+  // the adaptor must say so (nccl_library.h) whatever else the machine lacks.
+  std::string ncclPath;
+  std::string why = mixccl_nccl::openRealNccl(mixccl_nccl::defaultNcclSearch(), &nccl, &ncclPath);
+  if (!nccl) return setError(mixcclSystemError, kPrefix, "cannot load NCCL (%s)", why.c_str());
+  why = openFirst(cudartNames, &cudart);
   if (!cudart)
     return setError(mixcclSystemError, kPrefix, "cannot load the CUDA runtime (%s)", why.c_str());
-  why = openFirst(ncclNames, &nccl);
-  if (!nccl) return setError(mixcclSystemError, kPrefix, "cannot load NCCL (%s)", why.c_str());
   std::string missing;
 #define BIND(lib, f) bind(lib, #f, &api.f, &missing)
   BIND(cudart, cudaGetDeviceCount); BIND(cudart, cudaSetDevice); BIND(cudart, cudaGetDevice);

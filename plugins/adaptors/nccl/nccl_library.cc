@@ -1,0 +1,122 @@
+#include "nccl_library.h"
+
+#include <dlfcn.h>
+#include <glob.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <set>
+
+namespace mixccl_nccl {
+namespace {
+
+constexpr const char* kLibName = "libnccl.so.2";
+
+void split(const char* list, std::vector<std::string>* out) {
+  if (list == nullptr) return;
+  std::string s(list);
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t end = s.find(':', start);
+    if (end == std::string::npos) end = s.size();
+    if (end > start) out->push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+}
+
+void globInto(const std::string& pattern, std::vector<std::string>* out) {
+  glob_t g;
+  if (glob(pattern.c_str(), 0, nullptr, &g) == 0)
+    for (size_t i = 0; i < g.gl_pathc; ++i) out->push_back(g.gl_pathv[i]);
+  globfree(&g);
+}
+
+void append(std::string* tried, const std::string& what) {
+  *tried += (tried->empty() ? "" : "; ") + what;
+}
+
+// Opens path (a file path or the bare loader name). Returns "" with *handle set, or why not.
+std::string tryOne(const std::string& path, void** handle) {
+  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (h == nullptr) {
+    const char* why = dlerror();
+    return path + ": " + (why ? why : "not loadable");
+  }
+  // The bare name resolves to whatever libnccl.so.2 is loaded already: with the shim linked or
+  // preloaded, that is the shim. dlsym on the handle searches that library (and its needed
+  // libraries, which for NVIDIA's NCCL never include the shim).
+  if (dlsym(h, kShimMarker) != nullptr) {
+    dlclose(h);
+    return path + ": mixccl's NCCL shim (exports " + kShimMarker + "), not NVIDIA's NCCL";
+  }
+  *handle = h;
+  return "";
+}
+
+}  // namespace
+
+NcclSearch defaultNcclSearch() {
+  NcclSearch s;
+  if (const char* p = getenv("MIXCCL_NCCL_LIBRARY"); p != nullptr && *p) {
+    s.explicitPath = p;
+    return s;
+  }
+  split(getenv("LD_LIBRARY_PATH"), &s.directories);
+  for (const char* d : {"/usr/local/cuda/lib64", "/usr/local/cuda/lib", "/usr/lib/x86_64-linux-gnu",
+                        "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib"})
+    s.directories.push_back(d);
+  // pip's nvidia-nccl-cu12/cu13 wheels: in a virtual environment, conda, the user's and the
+  // system's site-packages.
+  std::vector<std::string> prefixes;
+  if (const char* v = getenv("VIRTUAL_ENV")) prefixes.push_back(v);
+  if (const char* c = getenv("CONDA_PREFIX")) prefixes.push_back(c);
+  if (const char* h = getenv("HOME")) prefixes.push_back(std::string(h) + "/.local");
+  prefixes.push_back("/usr/local");
+  prefixes.push_back("/usr");
+  for (const std::string& p : prefixes) {
+    globInto(p + "/lib/python3*/site-packages/nvidia/nccl/lib", &s.directories);
+    globInto(p + "/lib/python3*/dist-packages/nvidia/nccl/lib", &s.directories);
+  }
+  globInto("/usr/lib/python3/dist-packages/nvidia/nccl/lib", &s.directories);
+  return s;
+}
+
+std::string openRealNccl(const NcclSearch& search, void** handle, std::string* path) {
+  *handle = nullptr;
+  if (!search.explicitPath.empty()) {
+    std::string why = tryOne(search.explicitPath, handle);
+    if (why.empty()) {
+      *path = search.explicitPath;
+      return "";
+    }
+    return "MIXCCL_NCCL_LIBRARY=" + why;
+  }
+  std::string tried;
+  std::set<std::string> seen;  // one file reached through several folders is tried once
+  for (const std::string& dir : search.directories) {
+    const std::string file = dir + "/" + kLibName;
+    if (access(file.c_str(), F_OK) != 0) continue;
+    char real[PATH_MAX];
+    const std::string key = realpath(file.c_str(), real) ? real : file;
+    if (!seen.insert(key).second) continue;
+    std::string why = tryOne(file, handle);
+    if (why.empty()) {
+      *path = file;
+      return "";
+    }
+    append(&tried, why);
+  }
+  if (search.tryLoaderName) {
+    std::string why = tryOne(kLibName, handle);
+    if (why.empty()) {
+      *path = kLibName;
+      return "";
+    }
+    append(&tried, why);
+  }
+  if (tried.empty()) tried = std::string("no ") + kLibName + " in the folders searched";
+  return tried + "; set MIXCCL_NCCL_LIBRARY to NVIDIA's libnccl.so.2";
+}
+
+}  // namespace mixccl_nccl
