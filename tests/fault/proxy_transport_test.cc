@@ -136,7 +136,9 @@ void makeConnections(const std::string& transport, int nsocks, size_t frameBytes
 #endif
 #ifdef MIXCCL_HAVE_OFI
       } else if (transport == "ofi_tcp" || transport == "ofi_shm") {
-        t.reset(new OfiTransport(transport == "ofi_tcp" ? "tcp;ofi_rxm" : "shm"));
+        std::vector<bool> serve(2, false);
+        serve[1 - r] = true;
+        t.reset(new OfiTransport(transport == "ofi_tcp" ? "tcp;ofi_rxm" : "shm", serve));
 #endif
       } else {
         t.reset(new SocketTransport());
