@@ -47,15 +47,36 @@ TEST(NetChoice, AutoPicksShmThenRdmaThenSockets) {
 
 TEST(NetChoice, NamesKnownAndBuilt) {
   EXPECT_TRUE(netKnown("ofi"));
-  EXPECT_FALSE(netBuilt("ofi"));
+  EXPECT_TRUE(netKnown("ucx"));
   EXPECT_FALSE(netKnown("carrier-pigeon"));
+  std::string want = "auto, socket, shm";
 #ifdef MIXCCL_TEST_HAVE_UCX
   EXPECT_TRUE(netBuilt("ucx"));
-  EXPECT_EQ(netNamesBuilt(), "auto, socket, shm, ucx");
+  want += ", ucx";
 #else
   EXPECT_FALSE(netBuilt("ucx"));
-  EXPECT_EQ(netNamesBuilt(), "auto, socket, shm");
 #endif
+#ifdef MIXCCL_HAVE_OFI
+  EXPECT_TRUE(netBuilt("ofi"));
+  want += ", ofi";
+#else
+  EXPECT_FALSE(netBuilt("ofi"));
+#endif
+  EXPECT_EQ(netNamesBuilt(), want);
+}
+
+// auto prefers ucx across hosts with RDMA; ofi when only it is built on both; a named ofi
+// carries every pair.
+TEST(NetChoice, AutoTakesOfiWhenUcxIsMissing) {
+  EXPECT_EQ(planPair("auto", "default", false, true, true, true).net, "ucx");
+  PairChoice c = planPair("auto", "default", false, true, false, true);
+  EXPECT_EQ(c.net, "ofi");
+  EXPECT_EQ(c.why, "default auto, other host, both ranks have an active RDMA port");
+  EXPECT_EQ(planPair("auto", "default", true, true, false, true).net, "shm");
+  EXPECT_EQ(planPair("auto", "default", false, false, true, true).net, "socket");
+  PairChoice named = planPair("ofi", "MIXCCL_NET", true, false, false, true);
+  EXPECT_EQ(named.net, "ofi");
+  EXPECT_EQ(named.why, "MIXCCL_NET=ofi: every pair");
 }
 
 #ifdef MIXCCL_TEST_HAVE_UCX
