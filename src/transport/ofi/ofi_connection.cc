@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "transport/ofi/ofi_tag.h"
+#include "transport/ofi/ofi_library.h"
 
 namespace mixccl {
 
@@ -99,7 +100,7 @@ bool OfiConnection::post(const Piece& p) {
   if (rc == 0) return true;
   ep_->freeOp(op);
   if (rc == -FI_EAGAIN) return false;
-  fail(std::string(p.send ? "fi_tsend" : "fi_trecv") + " failed: " + fi_strerror((int)-rc));
+  fail(std::string(p.send ? "fi_tsend" : "fi_trecv") + " failed: " + ofiStrerror((int)-rc));
   return true;
 }
 

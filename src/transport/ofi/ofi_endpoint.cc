@@ -14,6 +14,7 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "transport/ofi/ofi_library.h"
 
 namespace mixccl {
 
@@ -37,9 +38,9 @@ Result OfiEndpoint::open(OfiChoice choice, int rank, const std::string& shmName)
   auto fail = [&](const char* step, int rc) {
     closeAll();
     return raiseError(mixcclSystemError, "rank %d: libfabric provider %s: %s failed: %s", rank,
-                      provider_.c_str(), step, fi_strerror(rc < 0 ? -rc : rc));
+                      provider_.c_str(), step, ofiStrerror(rc < 0 ? -rc : rc));
   };
-  int rc = fi_fabric(info->fabric_attr, &fabric_, nullptr);
+  int rc = ofiFabric(info->fabric_attr, &fabric_, nullptr);
   if (rc != 0) return fail("fi_fabric", rc);
   rc = fi_domain(fabric_, info, &domain_, nullptr);
   if (rc != 0) return fail("fi_domain", rc);
@@ -53,7 +54,7 @@ Result OfiEndpoint::open(OfiChoice choice, int rank, const std::string& shmName)
   rc = waitFdHearsPeers(info) ? fi_cq_open(domain_, &cqAttr, &cq_, nullptr) : -FI_ENOSYS;
   if (rc != 0) {
     TRACE(kLogInit | kLogNet, "libfabric provider %s: no completion queue with a wait fd (%s): "
-          "polling", provider_.c_str(), fi_strerror(-rc));
+          "polling", provider_.c_str(), ofiStrerror(-rc));
     cqAttr.wait_obj = FI_WAIT_NONE;
     rc = fi_cq_open(domain_, &cqAttr, &cq_, nullptr);
     if (rc != 0) return fail("fi_cq_open", rc);
@@ -113,7 +114,7 @@ void OfiEndpoint::unlinkShmName() {
 bool OfiEndpoint::insert(const std::string& address, fi_addr_t* out, std::string* error) {
   int n = fi_av_insert(av_, address.data(), 1, out, 0, nullptr);
   if (n == 1) return true;
-  *error = std::string("fi_av_insert: ") + (n < 0 ? fi_strerror(-n) : "address rejected");
+  *error = std::string("fi_av_insert: ") + (n < 0 ? ofiStrerror(-n) : "address rejected");
   return false;
 }
 
@@ -161,7 +162,7 @@ int OfiEndpoint::progress() {
       if (fi_cq_readerr(cq_, &err, 0) <= 0) break;
       char buf[256] = "";
       const char* text = fi_cq_strerror(cq_, err.prov_errno, err.err_data, buf, sizeof(buf));
-      std::string what = fi_strerror(err.err < 0 ? -err.err : err.err);
+      std::string what = ofiStrerror(err.err < 0 ? -err.err : err.err);
       if (text && *text && what != text) what += std::string(" (") + text + ")";
       OfiOp* op = static_cast<OfiOp*>(err.op_context);
       ++handled;
@@ -176,7 +177,7 @@ int OfiEndpoint::progress() {
     if (n != -FI_EAGAIN) {
       static bool logged = false;  // a broken queue repeats itself; the deadline ends the wait
       if (!logged) WARN(kLogNet, "rank %d: libfabric provider %s: fi_cq_read: %s", rank_,
-                        provider_.c_str(), fi_strerror((int)-n));
+                        provider_.c_str(), ofiStrerror((int)-n));
       logged = true;
     }
     break;
@@ -205,7 +206,7 @@ bool OfiEndpoint::postOrphan(bool send, fi_addr_t addr, uint64_t tag, const Dead
     if (rc == 0) return true;
     freeOp(op);
     if (rc != -FI_EAGAIN || deadline.expired()) {
-      *error = std::string(send ? "fi_tsend" : "fi_trecv") + ": " + fi_strerror((int)-rc);
+      *error = std::string(send ? "fi_tsend" : "fi_trecv") + ": " + ofiStrerror((int)-rc);
       return false;
     }
     progress();

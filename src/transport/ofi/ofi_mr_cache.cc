@@ -1,4 +1,5 @@
 #include "transport/ofi/ofi_mr_cache.h"
+#include "transport/ofi/ofi_library.h"
 
 #include <rdma/fi_errno.h>
 
@@ -34,7 +35,7 @@ bool OfiMrCache::acquire(const void* buf, size_t len, void** desc, Entry** entry
   fid_mr* mr = nullptr;
   int rc = fi_mr_reg(domain_, buf, len, FI_SEND | FI_RECV, 0, nextKey_++, 0, &mr, nullptr);
   if (rc != 0) {
-    *error = std::string("fi_mr_reg of ") + std::to_string(len) + " bytes: " + fi_strerror(-rc);
+    *error = std::string("fi_mr_reg of ") + std::to_string(len) + " bytes: " + ofiStrerror(-rc);
     return false;
   }
   if (mrMode_ & FI_MR_ENDPOINT) {
@@ -43,7 +44,7 @@ bool OfiMrCache::acquire(const void* buf, size_t len, void** desc, Entry** entry
     if (rc != 0) {
       fi_close(&mr->fid);
       *error = std::string("binding a registration to the endpoint (FI_MR_ENDPOINT): ") +
-               fi_strerror(-rc);
+               ofiStrerror(-rc);
       return false;
     }
   }

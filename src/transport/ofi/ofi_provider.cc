@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "transport/ofi/ofi_library.h"
 
 namespace mixccl {
 namespace {
@@ -15,7 +16,7 @@ namespace {
 // registration mode mixccl can honour (ofi_mr_cache.h), and the per-operation context it
 // always supplies (its operation records begin with an fi_context2).
 OfiInfoPtr makeHints(const std::string& providers, uint64_t extraCaps) {
-  OfiInfoPtr hints(fi_allocinfo());
+  OfiInfoPtr hints(ofiDupinfo(nullptr));
   if (!hints) return hints;
   hints->ep_attr->type = FI_EP_RDM;
   hints->caps = FI_TAGGED | FI_MSG | extraCaps;
@@ -32,7 +33,7 @@ OfiInfoPtr makeHints(const std::string& providers, uint64_t extraCaps) {
 int query(const std::string& providers, uint64_t extraCaps, fi_info** out) {
   OfiInfoPtr hints = makeHints(providers, extraCaps);
   if (!hints || !hints->fabric_attr->prov_name) return -FI_ENOMEM;
-  return fi_getinfo(kOfiApiVersion, nullptr, nullptr, 0, hints.get(), out);
+  return ofiGetinfo(kOfiApiVersion, nullptr, nullptr, 0, hints.get(), out);
 }
 
 // Whether the entry's own address is the IP address the rest of mixccl listens on.
@@ -64,6 +65,7 @@ std::string describeOfiInfo(const fi_info* info) {
 }
 
 Result chooseOfiProvider(const std::string& providers, const PeerInfo& local, OfiChoice* out) {
+  MIXCCL_CHECK(loadLibfabric(local.rank));
   if (providers.empty())
     return raiseError(mixcclInvalidArgument, "rank %d: libfabric: MIXCCL_OFI_PROVIDER is empty "
                       "(try \"tcp;ofi_rxm\")", local.rank);
@@ -81,15 +83,15 @@ Result chooseOfiProvider(const std::string& providers, const PeerInfo& local, Of
                       providers.c_str());
   if (rc != 0)
     return raiseError(mixcclSystemError, "rank %d: libfabric: fi_getinfo for provider \"%s\" "
-                      "failed: %s", local.rank, providers.c_str(), fi_strerror(-rc));
+                      "failed: %s", local.rank, providers.c_str(), ofiStrerror(-rc));
   const fi_info* pick = list;
   for (const fi_info* i = list; i; i = i->next)
     if (sameAddress(i, local.listenAddr)) {
       pick = i;
       break;
     }
-  out->info.reset(fi_dupinfo(pick));
-  fi_freeinfo(list);
+  out->info.reset(ofiDupinfo(pick));
+  ofiFreeinfo(list);
   if (!out->info)
     return raiseError(mixcclSystemError, "rank %d: libfabric: fi_dupinfo failed (out of memory)",
                       local.rank);
@@ -100,7 +102,7 @@ Result chooseOfiProvider(const std::string& providers, const PeerInfo& local, Of
   fi_info* hm = nullptr;
   std::string exact = out->info->fabric_attr->prov_name ? out->info->fabric_attr->prov_name : providers;
   out->hmem = query(exact, FI_HMEM | (directed ? FI_DIRECTED_RECV : 0), &hm) == 0 && hm;
-  if (hm) fi_freeinfo(hm);
+  if (hm) ofiFreeinfo(hm);
   return mixcclSuccess;
 }
 

@@ -10,11 +10,12 @@
 
 #include "base/result.h"
 #include "bootstrap/peer_info.h"
+#include "transport/ofi/ofi_library.h"
 
 namespace mixccl {
 
 struct OfiInfoDeleter {
-  void operator()(fi_info* i) const { fi_freeinfo(i); }
+  void operator()(fi_info* i) const { ofiFreeinfo(i); }
 };
 using OfiInfoPtr = std::unique_ptr<fi_info, OfiInfoDeleter>;
 
