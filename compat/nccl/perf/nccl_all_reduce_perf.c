@@ -89,21 +89,21 @@ static long long wrongElements(const float* buf, size_t count, int nranks) {
   return wrong;
 }
 
-/* One placement at one size: the average time (us) of an iteration over ranks, and the wrong
- * elements of a checked run summed over ranks. */
+/* One placement at one size: the time (us) of an iteration, the slowest rank's, and the wrong
+ * elements of a checked run summed over ranks. Timed as perf/all_reduce_perf times it (a
+ * barrier before the clock starts, the maximum over ranks), so the two tables compare the API
+ * and nothing else; the warm-up runs over every size before the sweep (main). */
 static void measure(ncclComm_t comm, int rank, int nranks, const Options* o, float* send,
                     float* recv, size_t count, int inPlace, double* timeUs, long long* wrong) {
   float* out = inPlace ? send : recv;
-  for (int i = 0; i < o->warmup; ++i) {
-    fill(send, count, rank);
-    NCCLCHECK(ncclAllReduce(send, out, count, ncclFloat, ncclSum, comm, NULL));
-  }
+  fill(send, count, rank);
+  float token = 0, sink;
+  NCCLCHECK(ncclAllReduce(&token, &sink, 1, ncclFloat, ncclSum, comm, NULL)); /* barrier */
   double t0 = now();
   for (int i = 0; i < o->iters; ++i)
     NCCLCHECK(ncclAllReduce(send, out, count, ncclFloat, ncclSum, comm, NULL));
   double mine = (now() - t0) / o->iters * 1e6;
-  NCCLCHECK(ncclAllReduce(&mine, timeUs, 1, ncclDouble, ncclSum, comm, NULL));
-  *timeUs /= nranks;
+  NCCLCHECK(ncclAllReduce(&mine, timeUs, 1, ncclDouble, ncclMax, comm, NULL));
   long long bad = 0;
   if (o->check) {
     fill(send, count, rank);
@@ -166,6 +166,15 @@ int main(int argc, char** argv) {
            "#wrong");
     printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s\n", "(B)",
            "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+  }
+  /* Warm-up over every size first, out of place (perf/all_reduce_perf does the same): the
+   * buffers' pages and whatever the library allocates per size exist before any clock runs. */
+  for (size_t bytes = o.minBytes; bytes <= o.maxBytes; bytes *= o.factor) {
+    for (int i = 0; i < o.warmup; ++i) {
+      fill(send, bytes / sizeof(float), rank);
+      NCCLCHECK(ncclAllReduce(send, recv, bytes / sizeof(float), ncclFloat, ncclSum, comm, NULL));
+    }
+    if (bytes == 0) break;
   }
   long long totalWrong = 0;
   double busSum = 0;
