@@ -121,7 +121,7 @@ Result connectTransports(Comm* comm, const UniqueIdData& id, const MeshParams& m
             ") [" + why + "]";
   }
   if (!line.empty()) INFO(kLogInit | kLogNet, "rank %d: transports: %s", rank, line.c_str());
-  return mixcclSuccess;
+  return agreeDeviceDirect(comm, *out, *conns, deadline);
 }
 
 // Rendezvous, connections, proxy: everything after the fields of comm are set.
