@@ -95,9 +95,14 @@ struct Rank {
     return p;
   }
   void release(void* p) { if (dev) dev->memFree(p); else free(p); }
+  // Waits for the copy: h may be a temporary, gone once this returns.
   void write(void* dst, const std::vector<int32_t>& h) {
-    if (dev) dev->memcpyAsync(dst, h.data(), h.size() * 4, mixcclCopyHostToDevice, stream);
-    else memcpy(dst, h.data(), h.size() * 4);
+    if (dev) {
+      dev->memcpyAsync(dst, h.data(), h.size() * 4, mixcclCopyHostToDevice, stream);
+      dev->streamSynchronize(stream);
+    } else {
+      memcpy(dst, h.data(), h.size() * 4);
+    }
   }
   std::vector<int32_t> read(const void* src, size_t n) {
     std::vector<int32_t> h(n);
