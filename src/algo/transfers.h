@@ -38,13 +38,18 @@ class Transfers {
   Transfers(const Transfers&) = delete;
   Transfers& operator=(const Transfers&) = delete;
 
+  // The memory kind of every buffer posted from now on (device memory only where the pair's
+  // connections agreed to move it, core/device_direct.h).
+  void setMemory(MemoryKind m) { memory_ = m; }
+
   Transfer send(int peer, const void* buf, size_t bytes) {
-    ops_.emplace_back(TransportRequest::Kind::Send, commRank(peer), const_cast<void*>(buf), bytes);
+    ops_.emplace_back(TransportRequest::Kind::Send, commRank(peer), const_cast<void*>(buf), bytes,
+                      memory_);
     proxy_.post(&ops_.back());
     return Transfer(&ops_.back());
   }
   Transfer recv(int peer, void* buf, size_t bytes) {
-    ops_.emplace_back(TransportRequest::Kind::Recv, commRank(peer), buf, bytes);
+    ops_.emplace_back(TransportRequest::Kind::Recv, commRank(peer), buf, bytes, memory_);
     proxy_.post(&ops_.back());
     return Transfer(&ops_.back());
   }
@@ -66,6 +71,7 @@ class Transfers {
   Proxy& proxy_;
   Deadline deadline_;
   const std::vector<int>* members_ = nullptr;
+  MemoryKind memory_ = MemoryKind::Host;
   std::deque<TransportRequest> ops_;
 };
 

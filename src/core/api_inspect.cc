@@ -88,6 +88,11 @@ Result valueOf(const Comm* comm, const std::string& key, std::string* value) {
     *value = comm->proxy->transportDetail(std::stoi(key.substr(17)));
     return mixcclSuccess;
   }
+  if (startsWith(key, "device_direct.")) {
+    MIXCCL_CHECK(transportTo(comm, key, key.substr(14), value));
+    *value = comm->deviceDirect.why[std::stoi(key.substr(14))];
+    return mixcclSuccess;
+  }
   if (startsWith(key, "algo.allreduce.")) return algorithmFor(comm, key, true, key.substr(15), value);
   if (startsWith(key, "algo.allgather.")) return algorithmFor(comm, key, false, key.substr(15), value);
   if (key == "domains") {
@@ -101,7 +106,7 @@ Result valueOf(const Comm* comm, const std::string& key, std::string* value) {
     return mixcclSuccess;
   }
   return raiseError(mixcclInvalidArgument, "%s: unknown key '%s' (keys: transport.<peer>, "
-                    "transport_why.<peer>, transport_detail.<peer>, algo.allreduce.<bytes>, algo.allgather.<bytes>, domains, adaptor.<rank>)",
+                    "transport_why.<peer>, transport_detail.<peer>, device_direct.<peer>, algo.allreduce.<bytes>, algo.allgather.<bytes>, domains, adaptor.<rank>)",
                     kFn, key.c_str());
 }
 

@@ -15,6 +15,7 @@
 #include "core/config.h"
 #include "core/domain_comm.h"
 #include "topology/domains.h"
+#include "core/device_direct.h"
 #include "core/staged_executor.h"
 #include "core/user_ops.h"
 #include "proxy/proxy.h"
@@ -34,6 +35,9 @@ struct mixcclComm {
   // Per peer: why its transport was chosen (transport/net_choice.h), for INFO,
   // mixcclCommInspect "transport_why.<peer>" and the topology dump.
   std::vector<std::string> transportWhy;
+  // Per peer: whether device buffers go to the transport without host staging
+  // (device_direct.h), and why; mixcclCommInspect "device_direct.<peer>".
+  mixccl::DeviceDirect deviceDirect;
   // Every rank's host, NUMA node, device, NIC and adaptor, exchanged at init (comm_topology.h).
   std::vector<mixccl::RankTopology> topology;
   std::shared_ptr<mixccl::LocalTopology> localTopology;

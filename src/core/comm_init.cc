@@ -63,7 +63,8 @@ class ListenerRegistration {
 // on the name over the control connections; the registry then holds shm (auto and shm only),
 // the network transports the plan names, and sockets last. One INFO line per communicator
 // lists every peer's transport and why; mixcclCommInspect "transport.<peer>" and
-// "transport_why.<peer>" report them.
+// "transport_why.<peer>" report them. Last, each pair agrees whether device memory may go to
+// its transport directly (core/device_direct.h), while the control connections are still free.
 Result connectTransports(Comm* comm, const UniqueIdData& id, const MeshParams& mesh,
                          std::vector<std::vector<Socket>>* conns, const Deadline& deadline,
                          std::vector<std::unique_ptr<Connection>>* out) {
@@ -121,7 +122,7 @@ Result connectTransports(Comm* comm, const UniqueIdData& id, const MeshParams& m
             ") [" + why + "]";
   }
   if (!line.empty()) INFO(kLogInit | kLogNet, "rank %d: transports: %s", rank, line.c_str());
-  return mixcclSuccess;
+  return agreeDeviceDirect(comm, *out, *conns, deadline);
 }
 
 // Rendezvous, connections, proxy: everything after the fields of comm are set.

@@ -3,6 +3,14 @@
 #include "base/error.h"
 
 namespace mixccl {
+namespace {
+ConnectionWrapper& testWrapper() {
+  static ConnectionWrapper w;
+  return w;
+}
+}  // namespace
+
+void setConnectionWrapperForTesting(ConnectionWrapper wrapper) { testWrapper() = std::move(wrapper); }
 
 Result TransportRegistry::connectAll(const TransportSetup& setup,
                                      std::vector<std::unique_ptr<Connection>>* out) {
@@ -20,6 +28,9 @@ Result TransportRegistry::connectAll(const TransportSetup& setup,
     if (p != setup.rank && !(*out)[p])
       return raiseError(mixcclInternalError, "rank %d: no transport can reach %s", setup.rank,
                         describePeer(peers, p).c_str());
+  if (testWrapper())
+    for (int p = 0; p < setup.nranks; ++p)
+      if ((*out)[p]) (*out)[p] = testWrapper()((std::move((*out)[p])));
   return mixcclSuccess;
 }
 

@@ -6,6 +6,7 @@
 // list with the same exchanged peer information, so they agree.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,5 +28,11 @@ class TransportRegistry {
  private:
   std::vector<std::unique_ptr<Transport>> transports_;
 };
+
+// Tests only: when set, connectAll passes every connection it made through this wrapper, so a
+// test can stand a transport double (one that declares device-memory capability, say) in
+// front of a real connection. Process-wide; set before creating a communicator.
+using ConnectionWrapper = std::function<std::unique_ptr<Connection>(std::unique_ptr<Connection>)>;
+void setConnectionWrapperForTesting(ConnectionWrapper wrapper);
 
 }  // namespace mixccl

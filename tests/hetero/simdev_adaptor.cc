@@ -7,6 +7,7 @@
 //  - there is no native library (in a job with several domains mixccl stages device memory
 //    through host buffers and never calls one; alone, mixccl refuses the job at init).
 // Not shipped: built by tests/hetero for the device-staging tests.
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
@@ -83,6 +84,10 @@ struct Event {
   uint64_t recorded = 0, reached = 0;  // an event never recorded counts as complete
 };
 
+// Copies between host and device memory enqueued so far: mixccl's staging copies (and the
+// test's own), which device_direct_test reads around a call through simdevHostDeviceCopies.
+std::atomic<uint64_t> gHostDeviceCopies{0};
+
 Stream& defaultStream() {
   static Stream* s = new Stream;  // lives for the process: host functions may run at exit
   return *s;
@@ -128,6 +133,7 @@ mixcclResult_t memcpyAsync(void* dst, const void* src, size_t bytes, mixcclAdapt
     return setError(mixcclInvalidArgument, kPrefix,
                     "memcpyAsync kind %d does not match the pointers (dst %s, src %s)", (int)kind,
                     isDevice(dst) ? "device" : "host", isDevice(src) ? "device" : "host");
+  if (kind == mixcclCopyHostToDevice || kind == mixcclCopyDeviceToHost) ++gHostDeviceCopies;
   void* d = untag(dst);
   const void* s = untag(src);
   streamOf(stream).enqueue([d, s, bytes] { if (bytes) memmove(d, s, bytes); });
@@ -187,3 +193,8 @@ mixcclAdaptor_v2_t makeTable() {
 }  // namespace
 
 MIXCCL_EXPORT_ADAPTOR = makeTable();
+
+// For tests (dlsym): the host<->device copies enqueued so far in this process.
+extern "C" __attribute__((visibility("default"))) uint64_t simdevHostDeviceCopies() {
+  return gHostDeviceCopies.load();
+}

@@ -170,9 +170,9 @@ TEST(Inspect, AdaptorsFormDomains) {
 int errorsRank(mixcclComm_t comm, int rank, int nranks, void*) {
   const std::string f = "mixcclCommInspect: ";
   RANK_CHECK(failsWith(comm, "nosuchkey", 64, f + "unknown key 'nosuchkey' (keys: transport.<peer>, "
-             "transport_why.<peer>, transport_detail.<peer>, algo.allreduce.<bytes>, algo.allgather.<bytes>, domains, adaptor.<rank>)"));
+             "transport_why.<peer>, transport_detail.<peer>, device_direct.<peer>, algo.allreduce.<bytes>, algo.allgather.<bytes>, domains, adaptor.<rank>)"));
   RANK_CHECK(failsWith(comm, "algo.reduce.8", 64, f + "unknown key 'algo.reduce.8' (keys: "
-             "transport.<peer>, transport_why.<peer>, transport_detail.<peer>, algo.allreduce.<bytes>, algo.allgather.<bytes>, domains, "
+             "transport.<peer>, transport_why.<peer>, transport_detail.<peer>, device_direct.<peer>, algo.allreduce.<bytes>, algo.allgather.<bytes>, domains, "
              "adaptor.<rank>)"));
   RANK_CHECK(failsWith(comm, "transport.3", 64,
                        f + "key 'transport.3': no rank 3 in this communicator of 3 ranks"));
