@@ -131,17 +131,7 @@ void UcxConnection::postHello() {
   Op* send = new Op;
   send->conn = this;
   send->kind = Op::HelloSend;
-  ucp_request_param_t p{};
-  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-  p.cb.send = onSendDone;
-  p.user_data = send;
-  ucs_status_ptr_t sp = ucp_tag_send_nbx(ep_, nullptr, 0, ucxTag(keys_.sendByeKey, 1), &p);
-  if (UCS_PTR_IS_PTR(sp)) {
-    send->ucxRequest = sp;
-    ops_.insert(send);
-  } else {
-    finish(send, UCS_PTR_STATUS(sp), 0);
-  }
+  postTagSend(send, nullptr, 0, ucxTag(keys_.sendByeKey, 1));
 }
 
 bool UcxConnection::endpointDead(std::string* why) const {
@@ -181,23 +171,27 @@ void UcxConnection::postTagRecv(Op* op, void* buf, size_t bytes, uint64_t tag) {
   }
 }
 
-void UcxConnection::postSend(TransportRequest* r) {
-  r->seq = sendSeq_++;
-  Op* op = new Op;
-  op->conn = this;
-  op->req = r;
-  op->kind = Op::Send;
+void UcxConnection::postTagSend(Op* op, const void* buf, size_t bytes, uint64_t tag) {
   ucp_request_param_t p{};
   p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   p.cb.send = onSendDone;
   p.user_data = op;
-  ucs_status_ptr_t sp = ucp_tag_send_nbx(ep_, r->buf, r->bytes, ucxTag(keys_.sendKey, r->seq), &p);
+  ucs_status_ptr_t sp = ucp_tag_send_nbx(ep_, buf, bytes, tag, &p);
   if (UCS_PTR_IS_PTR(sp)) {
     op->ucxRequest = sp;
     ops_.insert(op);
   } else {
     finish(op, UCS_PTR_STATUS(sp), 0);  // done at once (UCS_OK) or refused
   }
+}
+
+void UcxConnection::postSend(TransportRequest* r) {
+  r->seq = sendSeq_++;
+  Op* op = new Op;
+  op->conn = this;
+  op->req = r;
+  op->kind = Op::Send;
+  postTagSend(op, r->buf, r->bytes, ucxTag(keys_.sendKey, r->seq));
 }
 
 void UcxConnection::postRecv(TransportRequest* r) {
@@ -298,17 +292,7 @@ void UcxConnection::goodbye() {
   Op* op = new Op;
   op->conn = this;
   op->kind = Op::ByeSend;
-  ucp_request_param_t p{};
-  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-  p.cb.send = onSendDone;
-  p.user_data = op;
-  ucs_status_ptr_t sp = ucp_tag_send_nbx(ep_, nullptr, 0, ucxTag(keys_.sendByeKey, 0), &p);
-  if (UCS_PTR_IS_PTR(sp)) {
-    op->ucxRequest = sp;
-    ops_.insert(op);
-  } else {
-    delete op;
-  }
+  postTagSend(op, nullptr, 0, ucxTag(keys_.sendByeKey, 0));  // finish() just frees a ByeSend
 }
 
 void UcxConnection::abandon() {

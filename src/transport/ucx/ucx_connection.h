@@ -93,6 +93,8 @@ class UcxConnection : public Connection {
   void fail(const std::string& what);
   void postByeRecv();
   void postTagRecv(Op* op, void* buf, size_t bytes, uint64_t tag);
+  // Sends under tag; an op UCX finished at once (or refused) goes to finish() at once.
+  void postTagSend(Op* op, const void* buf, size_t bytes, uint64_t tag);
   // Closes the endpoint (force: without the peer) and progresses the worker until UCX has
   // finished every request of this connection or the bound passes.
   void closeEndpoint(bool force, int boundMs);
