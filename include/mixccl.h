@@ -176,6 +176,8 @@ mixcclResult_t mixcclCommDevice(const mixcclComm_t comm, int* device);
  *                             "ring", "rd", or "native"
  *   "domains"                 the domain index of every rank, comma-separated ("0,1,1,1")
  *   "adaptor.<rank>"          that rank's device adaptor ("host", "gloo", ...)
+ *   "memory"                  the memory this rank's buffers are in: "host" or "device"
+ *                             (the adaptor's)
  * An unknown key, a rank out of range (or this rank for "transport."), or a value longer than
  * valueSize - 1 gives mixcclInvalidArgument with a message naming the key; value is then left
  * as it was and the communicator stays usable. Numbers are decimal. */
@@ -218,9 +220,9 @@ mixcclResult_t mixcclScatter(const void* sendbuff, void* recvbuff, size_t count,
 /* A pre-multiplied sum: every rank's input is multiplied by *scalar (of datatype), then summed.
  * The op is valid on comm only, for collectives of that datatype, until mixcclRedOpDestroy.
  * mixcclScalarDevice reads the scalar from the rank's memory when each call runs (host memory on
- * host adaptors); on an adaptor that takes device memory only mixcclScalarHostImmediate is
- * accepted. Scaling runs in host memory: collectives on device memory refuse such an op with
- * mixcclInvalidUsage. Integers multiply modulo 2^bits; Float16, Bfloat16 and Float8 multiply in
+ * host adaptors, device memory on device adaptors: copied on the call's stream). Scaling runs in
+ * host memory: a collective on device memory with such an op is staged through host memory
+ * (in stream order), also where the vendor's library would run it otherwise. Integers multiply modulo 2^bits; Float16, Bfloat16 and Float8 multiply in
  * float32 and round once (the product), then the sum rounds as for mixcclSum. */
 mixcclResult_t mixcclRedOpCreatePreMulSum(mixcclRedOp_t* op, void* scalar,
                                           mixcclDataType_t datatype,

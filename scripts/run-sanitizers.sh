@@ -34,9 +34,10 @@ JOBS=$(nproc)
 # The UCX transport stays out of both sanitizer builds (-DMIXCCL_WITH_UCX=OFF, which also keeps
 # the build without UCX compiling; docs/reliability.md): libucp is not instrumented, the request
 # pools it keeps until its worker is destroyed read as leaks to LeakSanitizer, and its own
-# threads are invisible to ThreadSanitizer. The normal build runs every ucx test.
+# threads are invisible to ThreadSanitizer. The normal build runs every ucx test. The torch
+# backend stays out too (-DMIXCCL_WITH_TORCH=OFF): torch is not instrumented either.
 COMMON=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DMIXCCL_BUILD_PERF=OFF -DMIXCCL_BUILD_TRAIN=OFF
-        -DMIXCCL_BUILD_TOOLS=OFF -DMIXCCL_WITH_UCX=OFF)
+        -DMIXCCL_BUILD_TOOLS=OFF -DMIXCCL_WITH_UCX=OFF -DMIXCCL_WITH_TORCH=OFF)
 if command -v clang++-14 >/dev/null; then
   COMPILER=(-DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14)
   HAVE_CLANG=1

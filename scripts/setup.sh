@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(build-essential cmake pkg-config libssl-dev libgtest-dev nlohmann-json3-dev libhwloc-dev
+packages=(build-essential cmake pkg-config libssl-dev libgtest-dev nlohmann-json3-dev libhwloc-dev libopenblas-dev
           libgloo-dev libopenmpi-dev openmpi-bin python3 python3-matplotlib iproute2
           libucx-dev ucx-utils libfabric-dev libfabric-bin libibverbs-dev librdmacm-dev)
 missing=()
@@ -17,6 +17,9 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+
+# torch for the PyTorch backend (plugins/torch): the smallest recipe, see the script.
+scripts/install-torch.sh
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)"

@@ -2,6 +2,8 @@
 // table and copying it into mixccl's own (adaptor_table.h) name each entry once.
 #pragma once
 
+#include "adaptors/adaptor_table.h"
+
 #define MIXCCL_RUNTIME_ENTRIES(X)                                                          \
   X(getDeviceCount) X(setDevice) X(getDevice) X(getPciBusId) X(memAlloc) X(memFree)        \
   X(hostAlloc) X(hostFree) X(memcpyAsync) X(streamCreate) X(streamDestroy)                 \
@@ -17,3 +19,27 @@
 #define MIXCCL_V2_ONLY_COLLECTIVE_ENTRIES(X) X(alltoAll) X(gather) X(scatter)
 
 #define MIXCCL_POINT_TO_POINT_ENTRIES(X) X(send) X(recv) X(groupStart) X(groupEnd)
+
+namespace mixccl {
+
+// What a plugin table of either version (V: mixcclAdaptor_v1_t or _v2_t) shares with
+// mixccl's: the header fields and the entries both versions have. supports and the
+// version-2-only collectives are the caller's.
+template <typename V>
+AdaptorTable copySharedEntries(const V& v) {
+  AdaptorTable t;
+  t.abiVersion = v.abiVersion;
+  t.name = v.name;
+  t.memoryKind = v.memoryKind;
+  t.init = v.init;
+  t.pluginLastError = v.lastError;
+#define MIXCCL_COPY(f) t.f = v.f;
+  MIXCCL_RUNTIME_ENTRIES(MIXCCL_COPY)
+  MIXCCL_LIBRARY_ENTRIES(MIXCCL_COPY)
+  MIXCCL_V1_COLLECTIVE_ENTRIES(MIXCCL_COPY)
+  MIXCCL_POINT_TO_POINT_ENTRIES(MIXCCL_COPY)
+#undef MIXCCL_COPY
+  return t;
+}
+
+}  // namespace mixccl

@@ -28,19 +28,8 @@ std::string adaptorTableFromV1(const mixcclAdaptor_v1_t* table, const std::strin
   for (const Field& f : fields)
     if (!f.set) return std::string("field '") + f.name + "' is NULL";
 
-  AdaptorTable t;
-  t.abiVersion = v.abiVersion;
-  t.name = v.name;
-  t.memoryKind = v.memoryKind;
-  t.init = v.init;
-  t.pluginLastError = v.lastError;
+  AdaptorTable t = copySharedEntries(v);
   t.supportsByName = v.supports;
-#define MIXCCL_COPY(f) t.f = v.f;
-  MIXCCL_RUNTIME_ENTRIES(MIXCCL_COPY)
-  MIXCCL_LIBRARY_ENTRIES(MIXCCL_COPY)
-  MIXCCL_V1_COLLECTIVE_ENTRIES(MIXCCL_COPY)
-  MIXCCL_POINT_TO_POINT_ENTRIES(MIXCCL_COPY)
-#undef MIXCCL_COPY
   *out = t;
   return "";
 }

@@ -81,19 +81,10 @@ std::string adaptorTableFromV2(const mixcclAdaptor_v2_t* table, const std::strin
   if (problem.empty()) problem = checkRequiredEntries(v);
   if (!problem.empty()) return problem;
 
-  AdaptorTable t;
-  t.abiVersion = v.abiVersion;
-  t.name = v.name;
-  t.memoryKind = v.memoryKind;
-  t.init = v.init;
-  t.pluginLastError = v.lastError;
+  AdaptorTable t = copySharedEntries(v);
   t.supportsByKind = v.supports;
 #define MIXCCL_COPY(f) t.f = v.f;
-  MIXCCL_RUNTIME_ENTRIES(MIXCCL_COPY)
-  MIXCCL_LIBRARY_ENTRIES(MIXCCL_COPY)
-  MIXCCL_V1_COLLECTIVE_ENTRIES(MIXCCL_COPY)
   MIXCCL_V2_ONLY_COLLECTIVE_ENTRIES(MIXCCL_COPY)
-  MIXCCL_POINT_TO_POINT_ENTRIES(MIXCCL_COPY)
 #undef MIXCCL_COPY
   // Host memory: whatever runtime the plugin left out is mixccl's host runtime (device memory
   // set all of it, checked above).

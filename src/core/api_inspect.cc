@@ -7,6 +7,7 @@
 #include <string>
 
 #include "algo/algorithms.h"
+#include "adaptors/adaptor_loader.h"
 #include "core/api_support.h"
 #include "core/collective_dispatch.h"
 
@@ -99,6 +100,10 @@ Result valueOf(const Comm* comm, const std::string& key, std::string* value) {
     *value = domainIndices(comm);
     return mixcclSuccess;
   }
+  if (key == "memory") {
+    *value = comm->adaptor->table->memoryKind == MIXCCL_ADAPTOR_DEVICE_MEMORY ? "device" : "host";
+    return mixcclSuccess;
+  }
   if (startsWith(key, "adaptor.")) {
     int r = 0;
     MIXCCL_CHECK(parseRank(comm, key, key.substr(8), &r));
@@ -106,7 +111,7 @@ Result valueOf(const Comm* comm, const std::string& key, std::string* value) {
     return mixcclSuccess;
   }
   return raiseError(mixcclInvalidArgument, "%s: unknown key '%s' (keys: transport.<peer>, "
-                    "transport_why.<peer>, transport_detail.<peer>, device_direct.<peer>, algo.allreduce.<bytes>, algo.allgather.<bytes>, domains, adaptor.<rank>)",
+                    "transport_why.<peer>, transport_detail.<peer>, device_direct.<peer>, algo.allreduce.<bytes>, algo.allgather.<bytes>, domains, adaptor.<rank>, memory)",
                     kFn, key.c_str());
 }
 

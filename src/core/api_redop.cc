@@ -28,12 +28,8 @@ Result createPreMulSum(Comm* comm, mixcclRedOp_t* op, void* scalar, mixcclDataTy
       std::memcpy(made.value, scalar, dataTypeSize(type));
       break;
     case mixcclScalarDevice:
-      // Collectives of a device-memory adaptor scale nowhere (user_ops.cc), so a scalar in its
-      // memory could never be read.
-      if (comm->adaptor && comm->adaptor->table->memoryKind == MIXCCL_ADAPTOR_DEVICE_MEMORY)
-        return raiseError(mixcclInvalidUsage,
-                          "%s: a device-resident scalar on the %s adaptor is not supported "
-                          "(pass mixcclScalarHostImmediate)", fn, comm->adaptor->name.c_str());
+      // Read when each call runs: on host memory by the caller, on device memory copied on
+      // the call's stream ahead of its staged job (collective_dispatch.cc).
       made.location = scalar;
       break;
     default:

@@ -9,7 +9,7 @@
 #include "algo/native_pairwise.h"
 #include "algo/reduce.h"
 #include "core/domain_comm.h"
-#include "core/staged_executor.h"
+#include "core/staged_dispatch.h"
 #include "base/env.h"
 #include "base/error.h"
 #include "base/log.h"
@@ -100,6 +100,8 @@ Result runNative(Comm* comm, CollContext& c, const CollCall& call) {
   }
 }
 
+}  // namespace
+
 // Several domains, host memory: the cross-domain algorithms for AllReduce and Broadcast; the
 // other collectives run mixccl's algorithms over every rank (they move each byte between
 // domains once already).
@@ -122,147 +124,6 @@ Result runAcrossDomains(Comm* comm, CollContext& c, const CollCall& call, bool u
     return hierarchicalAllReduce(h, call.sendbuf, call.recvbuf, call.count, call.type, call.op);
   return hierarchicalBroadcast(h, call.sendbuf, call.recvbuf, call.count, call.type, call.root);
 }
-
-void ensureExecutor(Comm* comm) {
-  std::lock_guard<std::mutex> lock(comm->stagedMutex);
-  if (!comm->staged)
-    comm->staged.reset(new StagedExecutor([comm](Result r, const std::string& why) {
-      comm->health.fail(r, "device staging: " + why);
-    }));
-}
-
-// One stream copy around a staged job: before it (its input) or after it (its result).
-struct StreamCopy {
-  void* dst = nullptr;
-  const void* src = nullptr;
-  size_t bytes = 0;
-  mixcclAdaptorCopyKind_t kind = mixcclCopyDeviceToHost;
-};
-
-// Hands job to the executor and enqueues on the caller's stream: before, the hand-over, the
-// hold, after, the event; then returns (see staged_executor.h).
-Result enqueueJob(Comm* comm, const CollCall& call, std::shared_ptr<StagedJob> job,
-                  const StreamCopy& before, const StreamCopy& after) {
-  const AdaptorTable& t = *comm->adaptor->table;
-  // From here the executor owns the job (and frees its staging once the stream is past it).
-  comm->staged->submit(job);
-  void* s = call.stream;
-  mixcclResult_t r = mixcclSuccess;
-  const char* step = "memcpy before the job";
-  if (before.bytes) r = t.memcpyAsync(before.dst, before.src, before.bytes, before.kind, s);
-  if (r == mixcclSuccess) {
-    step = "launchHostFunc";
-    r = t.launchHostFunc(s, &StagedExecutor::markReady, job.get());
-  }
-  if (r != mixcclSuccess) {
-    // Nothing of the job is on the stream: it must never run (its peers see this rank fail).
-    std::lock_guard<std::mutex> lock(job->m);
-    job->cancelled = job->ready = job->done = true;
-    job->cv.notify_all();
-    Result e = checkNative(t, step, r);
-    comm->health.fail(e, threadLastError());
-    return e;
-  }
-  r = t.launchHostFunc(s, &StagedExecutor::holdUntilDone, job.get());
-  step = "launchHostFunc";
-  if (r == mixcclSuccess && after.bytes) {
-    step = "memcpy after the job";
-    r = t.memcpyAsync(after.dst, after.src, after.bytes, after.kind, s);
-  }
-  if (r == mixcclSuccess) {
-    step = "eventRecord";
-    r = t.eventRecord(job->event, s);
-  }
-  if (r != mixcclSuccess) {
-    Result e = checkNative(t, step, r);
-    comm->health.fail(e, threadLastError());
-    return e;
-  }
-  return mixcclSuccess;
-}
-
-// Device memory straight to the transport (device_direct.h) suits the collectives that only
-// move bytes and that every domain runs with the same flat algorithm (runAcrossDomains hands
-// them to runFlat), so ranks that stage and ranks that do not still match message for message.
-// They run in place, so the algorithm copies nothing on the host: this rank's own block is
-// copied device to device on the stream first (*own). Reductions need arithmetic on the
-// device, which mixccl's algorithms cannot do: they stage. False: stage.
-bool directInPlace(const Comm* comm, const CollCall& call, CollCall* direct, StreamCopy* own) {
-  const size_t block = call.count * dataTypeSize(call.type);
-  const int r = comm->rank;
-  *direct = call;
-  own->kind = mixcclCopyDeviceToDevice;
-  switch (call.kind) {
-    case CollKind::AllGather:
-      direct->sendbuf = static_cast<char*>(call.recvbuf) + (size_t)r * block;
-      *own = StreamCopy{const_cast<void*>(direct->sendbuf), call.sendbuf, block, own->kind};
-      break;
-    case CollKind::Gather:
-      if (r != call.root) return true;
-      direct->sendbuf = static_cast<char*>(call.recvbuf) + (size_t)r * block;
-      *own = StreamCopy{const_cast<void*>(direct->sendbuf), call.sendbuf, block, own->kind};
-      break;
-    case CollKind::Scatter:
-      if (r != call.root) return true;
-      direct->recvbuf = const_cast<char*>(static_cast<const char*>(call.sendbuf)) + (size_t)r * block;
-      *own = StreamCopy{call.recvbuf, direct->recvbuf, block, own->kind};
-      break;
-    default:
-      return false;
-  }
-  // Already in place: nothing to copy.
-  if (own->dst == own->src) own->bytes = 0;
-  return true;
-}
-
-// Device memory in a mixed job (see staged_executor.h): enqueue copy-out, hand-over, hold,
-// copy-in on the caller's stream and return; the executor thread runs the host-memory
-// algorithm (in-domain steps on mixccl's transport) when the stream reaches the job. Where
-// every pair of this rank moves device memory (device_direct.h) and the collective allows it,
-// the job runs on the device buffers instead, without the two staging copies.
-Result runStaged(Comm* comm, const CollCall& call) {
-  const AdaptorTable& t = *comm->adaptor->table;
-  ensureExecutor(comm);
-  auto job = std::make_shared<StagedJob>();
-  job->table = &t;
-  job->holdSeconds = comm->config.timeoutS;
-  CollCall direct;
-  StreamCopy own;
-  if (comm->deviceDirect.all && directInPlace(comm, call, &direct, &own)) {
-    MIXCCL_CHECK(checkNative(t, "eventCreate", t.eventCreate(&job->event)));
-    direct.stream = nullptr;
-    job->run = [comm, direct]() {
-      Transfers tr(*comm->proxy, Deadline::afterSeconds(comm->config.timeoutS));
-      tr.setMemory(MemoryKind::Device);
-      CollContext ctx{comm->rank, comm->nranks, tr, env().chunkBytes};
-      Result r = runFlat(ctx, direct);
-      Result w = tr.waitAll();
-      return r != mixcclSuccess ? r : w;
-    };
-    return enqueueJob(comm, call, job, own, StreamCopy{});
-  }
-  size_t sendBytes = 0, recvBytes = 0;
-  callBytes(call, comm->rank, comm->nranks, &sendBytes, &recvBytes);
-  if (sendBytes) MIXCCL_CHECK(checkNative(t, "hostAlloc", t.hostAlloc(&job->hostSend, sendBytes)));
-  if (recvBytes) MIXCCL_CHECK(checkNative(t, "hostAlloc", t.hostAlloc(&job->hostRecv, recvBytes)));
-  MIXCCL_CHECK(checkNative(t, "eventCreate", t.eventCreate(&job->event)));
-  CollCall host = call;
-  host.sendbuf = job->hostSend;
-  host.recvbuf = job->hostRecv;
-  host.stream = nullptr;
-  job->run = [comm, host]() {
-    Transfers tr(*comm->proxy, Deadline::afterSeconds(comm->config.timeoutS));
-    CollContext ctx{comm->rank, comm->nranks, tr, env().chunkBytes};
-    Result r = runAcrossDomains(comm, ctx, host, /*useNative=*/false);
-    Result w = tr.waitAll();
-    return r != mixcclSuccess ? r : w;
-  };
-  return enqueueJob(comm, call, job,
-                    StreamCopy{job->hostSend, call.sendbuf, sendBytes, mixcclCopyDeviceToHost},
-                    StreamCopy{call.recvbuf, job->hostRecv, recvBytes, mixcclCopyHostToDevice});
-}
-
-}  // namespace
 
 Result runFlat(CollContext& c, const CollCall& call) {
   switch (call.kind) {
@@ -316,16 +177,19 @@ const char* algorithmName(const Comm* comm, CollKind kind, size_t bytes) {
   return "unknown";
 }
 
-Result runCollective(Comm* comm, CollContext& c, const CollCall& call) {
+Result runCollective(Comm* comm, CollContext& c, const CollCall& call,
+                     const PreMulSumOp* preMul) {
   CollRoute route = routeOf(comm);
   static const char* const kRouteNames[] = {"native", "mixccl's algorithm", "across domains",
                                             "staged across domains"};
   TRACE(kLogColl, "rank %d: %s: %s", comm->rank, describeCollDesc(collDescOf(call)).c_str(),
         kRouteNames[(int)route]);
+  // A pre-multiplied sum on device memory always stages: mixccl scales in host memory.
+  if (preMul) return runStaged(comm, call, preMul);
   switch (route) {
     case CollRoute::Native: return runNative(comm, c, call);
     case CollRoute::Flat: return runFlat(c, call);
-    case CollRoute::Staged: return runStaged(comm, call);
+    case CollRoute::Staged: return runStaged(comm, call, preMul);
     case CollRoute::AcrossDomains: break;
   }
   return runAcrossDomains(comm, c, call, /*useNative=*/true);

@@ -8,6 +8,7 @@
 #include "algo/algorithms.h"
 #include "core/coll_call.h"
 #include "core/comm.h"
+#include "core/user_ops.h"
 #include "base/result.h"
 #include "mixccl.h"
 
@@ -26,9 +27,15 @@ CollRoute routeOf(const Comm* comm);
 const char* algorithmName(const Comm* comm, CollKind kind, size_t bytes);
 
 // Runs call on comm; c is the whole-communicator context of this call.
-Result runCollective(Comm* comm, CollContext& c, const CollCall& call);
+// preMul: the call is a pre-multiplied sum (call.op is already Sum) whose inputs are on device
+// memory; the staged job scales them in host memory. Host memory was scaled by the caller.
+Result runCollective(Comm* comm, CollContext& c, const CollCall& call,
+                     const PreMulSumOp* preMul = nullptr);
 
 // mixccl's host-memory algorithm for call over the ranks of c.
 Result runFlat(CollContext& c, const CollCall& call);
+// Several domains: each domain's part by its library (useNative) or by mixccl, and the
+// exchange between domains (hierarchical.h).
+Result runAcrossDomains(Comm* comm, CollContext& c, const CollCall& call, bool useNative);
 
 }  // namespace mixccl

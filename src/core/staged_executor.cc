@@ -131,6 +131,7 @@ void StagedExecutor::reclaim(bool waitForStreams) {
     }
     if (job->hostSend) job->table->hostFree(job->hostSend);
     if (job->hostRecv) job->table->hostFree(job->hostRecv);
+    if (job->hostScalar) job->table->hostFree(job->hostScalar);
     if (job->event) job->table->eventDestroy(job->event);
     std::lock_guard<std::mutex> lock(m_);
     inFlight_.pop_front();

@@ -25,6 +25,7 @@ struct StagedJob {
   const AdaptorTable* table = nullptr;
   void* hostSend = nullptr;      // pinned staging buffers, freed once event has completed
   void* hostRecv = nullptr;
+  void* hostScalar = nullptr;    // a pre-multiplied sum's device-resident scalar, copied per call
   void* event = nullptr;         // recorded after the copy back to the device
   int holdSeconds = 300;         // bound of the stream's wait for the result
 

@@ -50,11 +50,9 @@ Result resolveUserOp(mixcclComm* comm, CollCall* call, PreMulSumOp* preMul, bool
     return raiseError(mixcclInvalidArgument,
                       "%s: op %d was created for datatype %s, the call is on %s", s.apiName,
                       (int)call->op, dataTypeName(preMul->type), dataTypeName(call->type));
-  // Scaling is a host loop: device memory would need a kernel of the adaptor's vendor.
-  if (comm->adaptor && comm->adaptor->table->memoryKind == MIXCCL_ADAPTOR_DEVICE_MEMORY)
-    return raiseError(mixcclInvalidUsage,
-                      "%s: a pre-multiplied sum on %s device memory is not supported (mixccl "
-                      "scales in host memory)", s.apiName, comm->adaptor->name.c_str());
+  // Scaling is a host loop: on device memory the call is staged through host memory and
+  // scaled there (runCollective), also where the vendor's library would run it otherwise (its
+  // adaptor table has no pre-multiplied sum to hand it).
   call->op = mixcclSum;
   *isPreMul = true;
   return mixcclSuccess;

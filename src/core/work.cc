@@ -86,10 +86,13 @@ Result executeOnComm(Comm* comm, const std::vector<WorkItem*>& items) {
     } else {
       ++comm->collSeq;
     }
-    if (w->isPreMul) applyPreMulSum(w->preMul, comm->rank, comm->nranks, &w->call, &w->scaled);
+    // Host memory is scaled here; device memory in the staged job (runCollective).
+    const bool stagedPreMul = w->isPreMul && deviceMemory;
+    if (w->isPreMul && !deviceMemory)
+      applyPreMulSum(w->preMul, comm->rank, comm->nranks, &w->call, &w->scaled);
     Transfers t(*comm->proxy, deadline);
     CollContext ctx{comm->rank, comm->nranks, t, env().chunkBytes};
-    first = runCollective(comm, ctx, w->call);
+    first = runCollective(comm, ctx, w->call, stagedPreMul ? &w->preMul : nullptr);
     if (first == mixcclSuccess) first = t.waitAll();
     if (first != mixcclSuccess) break;
   }

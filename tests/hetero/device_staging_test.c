@@ -236,6 +236,10 @@ static int rankMain(mixcclComm_t comm, int rank, int nranks, void* arg) {
     }
     gDev->streamCreate(&stream);
   }
+  char memory[16] = "";
+  EXPECT(mixcclCommInspect(comm, "memory", memory, sizeof memory) == mixcclSuccess &&
+             strcmp(memory, gDev ? "device" : "host") == 0,
+         "rank %d: inspect memory gave '%s'", rank, memory);
   size_t counts[] = {0, 1, 1009, 300000};
   for (int k = 0; k < 4; ++k) {
     checkAllReduce(comm, rank, nranks, counts[k], stream);

@@ -131,6 +131,7 @@ TEST(Inspect, AlgorithmFollowsSizeAndRankCount) {
 int oneDomainRank(mixcclComm_t comm, int rank, int nranks, void*) {
   RANK_CHECK(inspected(comm, "domains") == "0,0,0");
   for (int r = 0; r < nranks; ++r) RANK_CHECK(inspected(comm, "adaptor." + std::to_string(r)) == "host");
+  RANK_CHECK(inspected(comm, "memory") == "host");
   return 0;
 }
 
@@ -170,10 +171,10 @@ TEST(Inspect, AdaptorsFormDomains) {
 int errorsRank(mixcclComm_t comm, int rank, int nranks, void*) {
   const std::string f = "mixcclCommInspect: ";
   RANK_CHECK(failsWith(comm, "nosuchkey", 64, f + "unknown key 'nosuchkey' (keys: transport.<peer>, "
-             "transport_why.<peer>, transport_detail.<peer>, device_direct.<peer>, algo.allreduce.<bytes>, algo.allgather.<bytes>, domains, adaptor.<rank>)"));
+             "transport_why.<peer>, transport_detail.<peer>, device_direct.<peer>, algo.allreduce.<bytes>, algo.allgather.<bytes>, domains, adaptor.<rank>, memory)"));
   RANK_CHECK(failsWith(comm, "algo.reduce.8", 64, f + "unknown key 'algo.reduce.8' (keys: "
              "transport.<peer>, transport_why.<peer>, transport_detail.<peer>, device_direct.<peer>, algo.allreduce.<bytes>, algo.allgather.<bytes>, domains, "
-             "adaptor.<rank>)"));
+             "adaptor.<rank>, memory)"));
   RANK_CHECK(failsWith(comm, "transport.3", 64,
                        f + "key 'transport.3': no rank 3 in this communicator of 3 ranks"));
   RANK_CHECK(failsWith(comm, "transport.-1", 64, f + "key 'transport.-1': '-1' is not a rank number"));

@@ -49,12 +49,21 @@ PassTimes CostModel::Layer(int type, int tp, int micro_batch) const {
 
 PassTimes CostModel::Embedding(int type, int tp, int micro_batch) const {
   PassTimes t;
+  if (profile_ != nullptr &&
+      profile_->Lookup(cluster_.device_types[type].name, tp, micro_batch, &t.forward_s,
+                       &t.backward_s, ProfilePart::kEmbedding)) {
+    return t;
+  }
   t.forward_s = TensorParallelAllReduce(type, tp, ActivationTensorBytes(micro_batch));
   return t;
 }
 
 PassTimes CostModel::Head(int type, int tp, int micro_batch) const {
   PassTimes t;
+  if (profile_ != nullptr && profile_->Lookup(cluster_.device_types[type].name, tp, micro_batch,
+                                              &t.forward_s, &t.backward_s, ProfilePart::kHead)) {
+    return t;
+  }
   const double compute = Compute(type, tp, micro_batch * HeadForwardFlopsPerSequence(model_));
   t.forward_s = compute;
   t.backward_s =

@@ -2,30 +2,9 @@
 
 #include <algorithm>
 
+#include "mixccl/train/schedule_1f1b.h"
+
 namespace mixccl::train {
-
-namespace {
-
-struct Op {
-  bool forward;
-  int micro_batch;
-};
-
-// The 1F1B order of stage j: warm-up forwards, alternating forward/backward, cool-down.
-std::vector<Op> StageOrder(int j, int num_stages, int m) {
-  const int warmup = std::min(num_stages - 1 - j, m);
-  std::vector<Op> ops;
-  ops.reserve(2 * static_cast<size_t>(m));
-  for (int i = 0; i < warmup; ++i) ops.push_back({true, i});
-  for (int i = 0; i < m - warmup; ++i) {
-    ops.push_back({true, warmup + i});
-    ops.push_back({false, i});
-  }
-  for (int i = m - warmup; i < m; ++i) ops.push_back({false, i});
-  return ops;
-}
-
-}  // namespace
 
 SimResult Simulate1F1B(const std::vector<SimStage>& stages, int micro_batches) {
   const int p = static_cast<int>(stages.size());
@@ -35,8 +14,9 @@ SimResult Simulate1F1B(const std::vector<SimStage>& stages, int micro_batches) {
   result.busy_s.assign(p, 0.0);
   if (p == 0 || m <= 0) return result;
 
-  std::vector<std::vector<Op>> order(p);
-  for (int j = 0; j < p; ++j) order[j] = StageOrder(j, p, m);
+  // The same generator orders the trainer's pipeline: what is simulated is what runs.
+  std::vector<std::vector<PipelineOp>> order(p);
+  for (int j = 0; j < p; ++j) order[j] = OneFOneBOrder(j, p, m);
   // End times of each (stage, micro-batch) forward and backward; negative = not run yet.
   std::vector<double> fwd_end(static_cast<size_t>(p) * m, -1.0);
   std::vector<double> bwd_end(static_cast<size_t>(p) * m, -1.0);
@@ -51,7 +31,7 @@ SimResult Simulate1F1B(const std::vector<SimStage>& stages, int micro_batches) {
     const int j = pending.back();
     pending.pop_back();
     while (next[j] < order[j].size()) {
-      const Op op = order[j][next[j]];
+      const PipelineOp op = order[j][next[j]];
       double ready = 0.0;
       if (op.forward && j > 0) {
         ready = fwd_end[at(j - 1, op.micro_batch)];

@@ -312,6 +312,19 @@ std::optional<Plan> PlanEvaluator::Evaluate(const Structure& s, int m, SplitMeth
                                                     sh[j].reserved_bytes, sh[j].capacity_bytes);
     }
   }
+  return Price(s, m, classes, layers, recompute);
+}
+
+Plan PlanEvaluator::Price(const Structure& s, int m,
+                          const std::vector<std::vector<ReplicaClass>>& classes,
+                          const std::vector<std::vector<int>>& layers,
+                          const std::vector<std::vector<int>>& recompute) const {
+  const ModelSpec& model = cost_.model();
+  const ClusterSpec& cluster = cost_.cluster();
+  const int batch = model.global_batch_size, replicas = s.replicas();
+  const int groups = static_cast<int>(s.groups.size());
+  std::vector<std::vector<StageShape>> shapes(groups);
+  for (int g = 0; g < groups; ++g) shapes[g] = Shapes(s, g, classes[g][0].micro_batch, m);
   const auto allreduce =
       AllReduceTimes(s, layers, cost_, memory_,
                      [&](int g) -> const std::vector<StageShape>& { return shapes[g]; });

@@ -1,6 +1,9 @@
 #include "mixccl/train/plan_output.h"
 
+#include "mixccl/train/rank_map.h"
+
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -16,7 +19,18 @@ nlohmann::ordered_json PredictionJson(const Prediction& p) {
 
 nlohmann::ordered_json PlanJson(const Plan& plan) {
   nlohmann::ordered_json stages = nlohmann::ordered_json::array();
+  // Entries come group by group, stage by stage, one per replica class (larger micro-batch
+  // first); the class's replicas follow those of the classes before it.
+  std::map<std::pair<int, int>, int> replicas_before;
   for (const StagePlan& s : plan.stages) {
+    int& first_replica = replicas_before[{s.group, s.stage}];
+    nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
+    for (int r = first_replica; r < first_replica + s.dp; ++r) {
+      for (int t = 0; t < s.tp; ++t) {
+        ranks.push_back(RankOf(plan.structure, {s.group, r, s.stage, t}));
+      }
+    }
+    first_replica += s.dp;
     stages.push_back({{"group", s.group},
                       {"stage", s.stage},
                       {"device_type", s.device_name},
@@ -28,6 +42,7 @@ nlohmann::ordered_json PlanJson(const Plan& plan) {
                       {"recompute", s.recompute},
                       {"embedding", s.embedding},
                       {"head", s.head},
+                      {"ranks", ranks},
                       {"memory_gib", s.memory_gib},
                       {"forward_ms", s.forward_s * 1e3},
                       {"backward_ms", s.backward_s * 1e3},

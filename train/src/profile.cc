@@ -7,8 +7,9 @@
 
 namespace mixccl::train {
 
-void LayerProfile::Add(const std::string& device_type, int tp, const ProfilePoint& point) {
-  std::vector<ProfilePoint>& points = table_[{device_type, tp}];
+void LayerProfile::Add(const std::string& device_type, int tp, const ProfilePoint& point,
+                       ProfilePart part) {
+  std::vector<ProfilePoint>& points = table_[{part, device_type, tp}];
   auto it = std::lower_bound(points.begin(), points.end(), point.micro_batch,
                              [](const ProfilePoint& p, int mb) { return p.micro_batch < mb; });
   if (it != points.end() && it->micro_batch == point.micro_batch) {
@@ -19,8 +20,8 @@ void LayerProfile::Add(const std::string& device_type, int tp, const ProfilePoin
 }
 
 bool LayerProfile::Lookup(const std::string& device_type, int tp, int micro_batch,
-                          double* forward_s, double* backward_s) const {
-  auto found = table_.find({device_type, tp});
+                          double* forward_s, double* backward_s, ProfilePart part) const {
+  auto found = table_.find({part, device_type, tp});
   if (found == table_.end()) return false;
   const std::vector<ProfilePoint>& p = found->second;
   const double mb = micro_batch;
@@ -45,7 +46,8 @@ bool LayerProfile::Lookup(const std::string& device_type, int tp, int micro_batc
 std::vector<std::string> LayerProfile::device_types() const {
   std::vector<std::string> out;
   for (const auto& entry : table_) {
-    if (out.empty() || out.back() != entry.first.first) out.push_back(entry.first.first);
+    const std::string& type = std::get<1>(entry.first);
+    if (std::find(out.begin(), out.end(), type) == out.end()) out.push_back(type);
   }
   return out;
 }
@@ -61,14 +63,26 @@ LayerProfile ParseProfile(const std::string& json_text, const std::string& origi
   const nlohmann::json& entries = r.Array("entries");
   for (size_t i = 0; i < entries.size(); ++i) {
     detail::FieldReader e(entries[i], where + " entries[" + std::to_string(i) + "]");
-    e.RejectUnknown({"device_type", "tp", "micro_batch", "forward_ms", "backward_ms"});
+    e.RejectUnknown({"device_type", "tp", "micro_batch", "forward_ms", "backward_ms", "part",
+                     "activation_bytes"});
     ProfilePoint p;
     std::string type = e.String("device_type");
     int tp = e.Int("tp", 1, 1 << 16);
     p.micro_batch = e.Int("micro_batch", 1, 1 << 24);
     p.forward_s = e.Number("forward_ms", 1e-9, 1e12) * 1e-3;
     p.backward_s = e.Number("backward_ms", 1e-9, 1e12) * 1e-3;
-    profile.Add(type, tp, p);
+    p.activation_bytes = e.NumberOr("activation_bytes", 0.0, 0.0, 1e18);
+    const std::string part = e.StringOr("part", "layer");
+    ProfilePart kind = ProfilePart::kLayer;
+    if (part == "embedding") {
+      kind = ProfilePart::kEmbedding;
+    } else if (part == "head") {
+      kind = ProfilePart::kHead;
+    } else if (part != "layer") {
+      throw SpecError(e.where() + ": 'part' must be \"layer\", \"embedding\" or \"head\", not \"" +
+                      part + "\"");
+    }
+    profile.Add(type, tp, p, kind);
   }
   return profile;
 }

@@ -11,33 +11,15 @@
 #include <sstream>
 #include <string>
 
+#include "command_run.h"
+
 namespace {
 
-struct CliRun {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using mixccl_train_test::Slurp;
+using CliRun = mixccl_train_test::CommandResult;
 
 CliRun Plan(const std::string& args) {
-  // CTest may run several of these tests at once: one pair of files per process.
-  const std::string base = ::testing::TempDir() + "/mixccl_plan_" + std::to_string(getpid());
-  const std::string out = base + ".out", err = base + ".err";
-  const std::string cmd = std::string(MIXCCL_PLAN_BINARY) + " " + args + " >" + out + " 2>" + err;
-  const int status = std::system(cmd.c_str());
-  CliRun r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = Slurp(out);
-  r.err = Slurp(err);
-  std::remove(out.c_str());
-  std::remove(err.c_str());
-  return r;
+  return mixccl_train_test::RunCommand(std::string(MIXCCL_PLAN_BINARY) + " " + args, "mixccl_plan");
 }
 
 std::string Example(const std::string& kind, const std::string& name) {

@@ -232,6 +232,42 @@ TEST(Planner, HeterogeneousDataParallelGivesFastReplicasBiggerMicroBatches) {
   EXPECT_GT(fast_mb, slow_mb);
 }
 
+TEST(Planner, PricingTheChosenPlanReproducesItsPrediction) {
+  // Evaluate makes the choices (micro-batches, layer split, recomputation) and prices them
+  // with Price; pricing those choices again, as mixccl-plan-predict does for a plan file, must
+  // give the same prediction. Two groups (Mid replicas beside Slow -> Fast pipelines, tp 2 on
+  // the Slow stages).
+  ModelSpec model = SmallModel(8, 64);
+  const ClusterSpec cluster = Cluster(
+      {Device("Fast", 4, 400, 80, 4), Device("Mid", 4, 200, 80, 4), Device("Slow", 8, 100, 80, 4)});
+  const CostModel cost(model, cluster, nullptr);
+  const MemoryModel memory(model);
+  const PlanEvaluator evaluator(cost, memory);
+  Structure s;
+  s.groups.push_back(GroupTemplate{{1}, {1}, {1}, 2});
+  s.groups.push_back(GroupTemplate{{2, 0}, {2, 1}, {2, 1}, 2});
+  const std::optional<Plan> p = evaluator.Evaluate(s, 4, SplitMethod::kDynamicProgramming, nullptr);
+  ASSERT_TRUE(p.has_value());
+  std::vector<std::vector<ReplicaClass>> classes(2);
+  std::vector<std::vector<int>> layers(2), recompute(2);
+  for (const StagePlan& st : p->stages) {
+    if (st.stage == 0) classes[st.group].push_back({st.dp, st.micro_batch});
+    // Every class of a group has the same split; take the first class's entry of each stage.
+    if (static_cast<int>(layers[st.group].size()) == st.stage) {
+      layers[st.group].push_back(st.last_layer - st.first_layer);
+      recompute[st.group].push_back(st.recompute);
+    }
+  }
+  const Plan again = evaluator.Price(s, 4, classes, layers, recompute);
+  EXPECT_DOUBLE_EQ(again.predicted.step_time_s, p->predicted.step_time_s);
+  EXPECT_DOUBLE_EQ(again.predicted.pipeline_s, p->predicted.pipeline_s);
+  ASSERT_EQ(again.stages.size(), p->stages.size());
+  for (size_t i = 0; i < again.stages.size(); ++i) {
+    EXPECT_EQ(again.stages[i].micro_batch, p->stages[i].micro_batch);
+    EXPECT_DOUBLE_EQ(again.stages[i].forward_s, p->stages[i].forward_s);
+  }
+}
+
 TEST(Planner, NothingFitsSaysWhatAndByHowMuch) {
   ModelSpec model = SmallModel(40, 1024);
   model.hidden_size = 5120;  // LLaMA 2 13B

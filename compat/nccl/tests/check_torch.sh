@@ -1,6 +1,8 @@
 #!/bin/sh
-# PyTorch with the shim preloaded: `import torch` works, the process has the shim (its marker)
-# and torch reports the shim's NCCL version. Exit 77 (CTest: skipped) without python3 or torch.
+# PyTorch with the shim preloaded: `import torch` works, the process has the shim (its marker),
+# torch reports the shim's NCCL version, and the dynamic linker binds libtorch_cuda.so's nccl*
+# imports to the shim, none elsewhere (LD_DEBUG=bindings, every symbol bound at load with
+# LD_BIND_NOW). Exit 77 (CTest: skipped) without python3 or torch.
 # usage: check_torch.sh SHIM
 shim=$1
 if ! command -v python3 >/dev/null 2>&1 || ! python3 -c "import torch" >/dev/null 2>&1; then
@@ -10,8 +12,9 @@ fi
 LD_PRELOAD=$shim python3 - <<'PY'
 import ctypes, sys
 import torch
-marker = ctypes.c_char_p.in_dll(ctypes.CDLL(None), "mixcclNcclShimMarker")
-print("shim marker:", marker.value.decode() if marker else None)
+# The marker is a char array: read the string at its address.
+first = ctypes.c_char.in_dll(ctypes.CDLL(None), "mixcclNcclShimMarker")
+print("shim marker:", ctypes.string_at(ctypes.addressof(first)).decode())
 if torch.cuda.is_available() or hasattr(torch.cuda, "nccl"):
     try:
         v = torch.cuda.nccl.version()
@@ -22,3 +25,19 @@ if torch.cuda.is_available() or hasattr(torch.cuda, "nccl"):
         print("torch has no NCCL binding:", e)
 print("torch on the shim: passed")
 PY
+[ $? -eq 0 ] || exit 1
+
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+LD_BIND_NOW=1 LD_DEBUG=bindings LD_DEBUG_OUTPUT=$log LD_PRELOAD=$shim python3 -c "import torch" || exit 1
+# Lines: "binding file <from> [0] to <to> [0]: normal symbol `ncclX'" (one file per process).
+bindings=$(cat "$log".* | grep "libtorch_cuda.so .* to .*: normal symbol \`nccl")
+rm -f "$log".*
+to_shim=$(printf '%s\n' "$bindings" | grep -c " to $shim \[")
+elsewhere=$(printf '%s\n' "$bindings" | grep -v " to $shim \[" | grep -c "symbol")
+echo "libtorch_cuda.so nccl* bindings: $to_shim to the shim, $elsewhere elsewhere"
+if [ "$to_shim" -eq 0 ] || [ "$elsewhere" -ne 0 ]; then
+  printf '%s\n' "$bindings" | grep -v " to $shim \[" | head -5
+  echo "FAILED: libtorch_cuda.so's nccl* calls are not all bound to the shim"
+  exit 1
+fi

@@ -3,7 +3,8 @@
  * asynchronous ordered streams) pass simdev buffers and a simdev stream to ncclAllReduce,
  * ncclBroadcast and ncclBcast exactly as a CUDA program passes cudaMalloc'd buffers and a
  * cudaStream_t; host ranks pass host buffers and NULL. mixccl stages the device memory in stream
- * order. The refusals of a pre-multiplied sum on device memory are checked too.
+ * order. A pre-multiplied sum on device memory (both scalar residences) is staged and scaled on
+ * the host.
  *   mixcclrun -np N --adaptors simdev,host,... nccl_shim_device_memory_test
  * MIXCCL_SIMDEV_PLUGIN names the plugin file (the one mixccl loads, so one runtime). */
 #include <dlfcn.h>
@@ -96,20 +97,39 @@ int main(void) {
   bufRead(host, send, sizeof host);
   SHIM_CHECK(host[0] == 0 && host[COUNT - 1] == (float)(COUNT - 1));
 
-  /* A pre-multiplied sum scales in host memory: refused on device memory, on this rank only,
-   * before anything is sent (so the check needs no other rank). */
-  if (gDev) {
-    float scalar = 2;
+  /* A pre-multiplied sum: device ranks scale in the staged host copy, with the scalar read on
+   * the stream (ncclScalarDevice: the scalar lives in device memory, and is changed after the
+   * op is created and before the call, which must see the new value) or copied at creation
+   * (ncclScalarHostImmediate). Every rank contributes (rank + i) % 5. */
+  for (int round = 0; round < 2; ++round) {
+    const float factor = round == 0 ? 3.0f : 0.5f;
+    float first = 7.0f;
+    void* scalarBuf = bufAlloc(sizeof(float));
     ncclRedOp_t op;
-    SHIM_FAILS(ncclRedOpCreatePreMulSum(&op, &scalar, ncclFloat, ncclScalarDevice, comm),
-               ncclInvalidUsage, comm,
-               "mixcclRedOpCreatePreMulSum: a device-resident scalar on the simdev adaptor is not "
-               "supported (pass mixcclScalarHostImmediate)");
-    SHIM_OK(ncclRedOpCreatePreMulSum(&op, &scalar, ncclFloat, ncclScalarHostImmediate, comm));
-    SHIM_FAILS(ncclAllReduce(send, recv, COUNT, ncclFloat, op, comm, stream), ncclInvalidUsage,
-               comm, "mixcclAllReduce: a pre-multiplied sum on simdev device memory is not "
-               "supported (mixccl scales in host memory)");
+    if (round == 0) {
+      bufWrite(scalarBuf, &first, sizeof first);
+      SHIM_OK(ncclRedOpCreatePreMulSum(&op, scalarBuf, ncclFloat, ncclScalarDevice, comm));
+      bufWrite(scalarBuf, &factor, sizeof factor); /* the call must read this one */
+    } else {
+      SHIM_OK(ncclRedOpCreatePreMulSum(&op, (void*)&factor, ncclFloat, ncclScalarHostImmediate,
+                                       comm));
+    }
+    for (int i = 0; i < COUNT; ++i) host[i] = (float)((rank + i) % 5);
+    bufWrite(send, host, sizeof host);
+    SHIM_OK(ncclAllReduce(send, recv, COUNT, ncclFloat, op, comm, stream));
+    bufRead(host, recv, sizeof host);
+    for (int i = 0; i < COUNT; ++i) {
+      float want = 0;
+      for (int p = 0; p < nranks; ++p) want += factor * (float)((p + i) % 5);
+      if (host[i] != want) {
+        fprintf(stderr, "rank %d: premulsum round %d element %d: %g, expected %g\n", rank, round,
+                i, host[i], want);
+        SHIM_CHECK(host[i] == want);
+        break;
+      }
+    }
     SHIM_OK(ncclRedOpDestroy(op, comm));
+    bufFree(scalarBuf);
   }
   bufFree(send);
   bufFree(recv);

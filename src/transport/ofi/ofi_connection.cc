@@ -43,7 +43,7 @@ Result OfiConnection::start(TransportEvents* events) {
   // The peer's bye may come at any time after this: its receive is posted first.
   Piece bye;
   bye.bye = true;
-  bye.len = sizeof(uint64_t);
+  bye.len = sizeof(OfiOp::scratch);
   if (!post(bye)) backlog_.push_back(bye);
   return mixcclSuccess;
 }
@@ -78,8 +78,9 @@ void OfiConnection::postRecv(TransportRequest* r) {
 bool OfiConnection::post(const Piece& p) {
   if (abandoned_ || ep_->closed()) return true;  // dropped: the engine fails the requests
   OfiOp* op = ep_->newOp(this);
-  op->scratch = byeOut_;
-  void* buf = p.bye ? (void*)&op->scratch : (void*)(p.request->buf + p.offset);
+  op->scratch[0] = byeOut_;
+  op->scratch[1] = byeReceivedOut_;
+  void* buf = p.bye ? (void*)op->scratch : (void*)(p.request->buf + p.offset);
   void* desc = nullptr;
   std::string error;
   if (!ep_->mrCache().acquire(buf, p.len, &desc, &op->mr, &error)) {
@@ -129,7 +130,8 @@ void OfiConnection::opDone(OfiOp* op, size_t len) {
   ep_->freeOp(op);
   if (copy.bye) {
     if (!copy.send) {
-      byeIn_ = copy.scratch;
+      byeIn_ = copy.scratch[0];
+      peerReceived_ = copy.scratch[1];
       byeArrived_ = true;
       checkLeft();
     }
@@ -164,9 +166,16 @@ void OfiConnection::opFailed(OfiOp* op, const fi_cq_err_entry& err, const std::s
                                        " bytes (mismatched calls?)");
     return;
   }
-  // After the peer's clean bye its end is closed; failures of sends then are the "left with
-  // work pending" that peerLeft already reported.
-  if (byeArrived_) return;
+  // After the peer's clean bye its end is closed. A send it received (its bye counts it) may
+  // still fail here, its completion lost with the peer's endpoint: it was delivered. Others
+  // are the "left with work pending" that checkLeft already reported.
+  if (byeArrived_) {
+    if (copy.send && copy.request && messagesSent_ <= peerReceived_) {
+      copy.request->done += copy.len;
+      requestPieceDone(copy.request);
+    }
+    return;
+  }
   fail(std::string("libfabric ") + (copy.bye ? "bye " : "") + (copy.send ? "send" : "receive") +
        " failed: " + text);
 }
@@ -174,7 +183,9 @@ void OfiConnection::opFailed(OfiOp* op, const fi_cq_err_entry& err, const std::s
 void OfiConnection::checkLeft() {
   if (!byeArrived_ || leftReported_ || messagesReceived_ < byeIn_) return;
   leftReported_ = true;
-  bool pending = pendingSends_ > 0 || pendingRecvs_ > 0;
+  // Sends count as pending only beyond what the peer says it received: the completion of a
+  // delivered send may still be on its way to our queue when the bye arrives.
+  bool pending = pendingRecvs_ > 0 || messagesSent_ > peerReceived_;
   events_->peerLeft(peer(), pending);
 }
 
@@ -233,10 +244,11 @@ void OfiConnection::goodbye() {
   if (byeSent_ || abandoned_) return;
   byeSent_ = true;
   byeOut_ = messagesSent_;
+  byeReceivedOut_ = messagesReceived_;
   Piece bye;
   bye.bye = true;
   bye.send = true;
-  bye.len = sizeof(uint64_t);
+  bye.len = sizeof(OfiOp::scratch);
   if (!backlog_.empty() || !post(bye)) backlog_.push_back(bye);
   // The endpoint lets it (and every send before it) complete before it closes.
 }

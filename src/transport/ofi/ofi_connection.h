@@ -84,7 +84,8 @@ class OfiConnection : public Connection, private OfiOpOwner {
   uint64_t messagesSent_ = 0;     // send requests posted (what our bye announces)
   uint64_t messagesReceived_ = 0; // receive requests completed
   int pendingSends_ = 0, pendingRecvs_ = 0;
-  uint64_t byeOut_ = 0, byeIn_ = 0;
+  uint64_t byeOut_ = 0, byeIn_ = 0;           // messages sent, as our / the peer's bye says
+  uint64_t byeReceivedOut_ = 0, peerReceived_ = 0;  // messages received, likewise
   bool byeArrived_ = false, leftReported_ = false, byeSent_ = false, abandoned_ = false;
   uint64_t bytes_ = 0;
   int timerFd_ = -1;          // polled providers: wakes the sleeping engine (see above)

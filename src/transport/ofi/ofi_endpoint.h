@@ -39,7 +39,8 @@ struct OfiOp {
   OfiMrCache::Entry* mr = nullptr;
   // A bye's payload lives here, not in the connection: a bye sent while the communicator is
   // destroyed completes after its connection is gone, and the endpoint owns this record.
-  uint64_t scratch = 0;
+  // [0]: messages the sender of the bye sent, [1]: messages it received.
+  uint64_t scratch[2] = {0, 0};
 };
 
 // What a connection does with its operations' completions.

@@ -19,11 +19,12 @@ struct SimResult {
   std::vector<double> busy_s;    // per stage: time spent computing or sending
 };
 
-// Stage j runs min(P-1-j, m) warm-up forwards, then alternates one forward and one backward,
-// then drains the remaining backwards. An operation starts when the stage is free and its
-// input has arrived; sends are blocking, so a stage is busy while it sends, and the receiver
-// may start once the send is over. Idle gaps therefore reproduce the warm-up and cool-down
-// bubbles and the waiting a slow stage imposes on its neighbours. O(P*m).
+// Each stage runs its operations in the order of OneFOneBOrder (schedule_1f1b.h), the
+// generator the trainer executes: min(P-1-j, m) warm-up forwards, then one forward and one
+// backward alternately, then the remaining backwards. An operation starts when the stage is
+// free and its input has arrived; sends are blocking, so a stage is busy while it sends, and
+// the receiver may start once the send is over. Idle gaps therefore reproduce the warm-up and
+// cool-down bubbles and the waiting a slow stage imposes on its neighbours. O(P*m).
 SimResult Simulate1F1B(const std::vector<SimStage>& stages, int micro_batches);
 
 }  // namespace mixccl::train

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "mixccl/train/batch_split.h"
 #include "mixccl/train/cost_model.h"
 #include "mixccl/train/memory_model.h"
 #include "mixccl/train/plan.h"
@@ -40,6 +41,14 @@ class PlanEvaluator {
   // (sum of stage times + (m-1) * bottleneck) and the gradient AllReduce. `fits` tells whether
   // that split fits in memory (with greedy recomputation).
   double Estimate(const Structure& s, int micro_batches, bool* fits) const;
+
+  // The prediction of a plan whose choices are made: per group its replica classes (larger
+  // micro-batch first), layers per stage and recomputed layers per stage. Evaluate makes the
+  // choices and calls it; it also prices a hand-written plan (train/bench/plan_predict.cc).
+  Plan Price(const Structure& s, int micro_batches,
+             const std::vector<std::vector<ReplicaClass>>& classes,
+             const std::vector<std::vector<int>>& layers,
+             const std::vector<std::vector<int>>& recompute) const;
 
   // Time per micro-batch of one replica of `g` at micro-batch `mb` with a fractional (ideal)
   // layer split: the speed measure used to size micro-batches.

@@ -3,6 +3,7 @@
 
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -10,14 +11,21 @@ namespace mixccl::train {
 
 struct ProfilePoint {
   int micro_batch = 0;
-  double forward_s = 0.0;   // one transformer layer, including its tensor-parallel AllReduce
-  double backward_s = 0.0;  // idem, without recomputation
+  double forward_s = 0.0;         // one transformer layer, including its tensor-parallel AllReduce
+  double backward_s = 0.0;        // idem, without recomputation
+  double activation_bytes = 0.0;  // what the layer keeps per micro-batch; 0: not measured
 };
+
+// What an entry measured: a transformer layer (the default), or the embedding or the head
+// (final norm, output projection and loss) of the first and last stage. The trainer's
+// profiling mode measures all three; where a part has no entry the analytic estimate applies.
+enum class ProfilePart { kLayer, kEmbedding, kHead };
 
 class LayerProfile {
  public:
   // Adds a measurement; a second one for the same (type, tp, micro-batch) replaces the first.
-  void Add(const std::string& device_type, int tp, const ProfilePoint& point);
+  void Add(const std::string& device_type, int tp, const ProfilePoint& point,
+           ProfilePart part = ProfilePart::kLayer);
 
   // Times of one layer for (device type, tp) at `micro_batch` sequences, when that pair was
   // measured. Between measured micro-batch sizes the times are interpolated linearly; outside
@@ -25,7 +33,7 @@ class LayerProfile {
   // layer's work is linear in the number of sequences). Returns false when the pair has no
   // measurement, in which case the analytic estimate applies.
   bool Lookup(const std::string& device_type, int tp, int micro_batch, double* forward_s,
-              double* backward_s) const;
+              double* backward_s, ProfilePart part = ProfilePart::kLayer) const;
 
   bool empty() const { return table_.empty(); }
   // Device types with at least one measurement.
@@ -36,8 +44,9 @@ class LayerProfile {
   void set_model(const std::string& m) { model_ = m; }
 
  private:
-  std::map<std::pair<std::string, int>, std::vector<ProfilePoint>> table_;  // sorted by mb
-  int seq_length_ = 0;  // 0 when the profile does not say
+  using Key = std::tuple<ProfilePart, std::string, int>;  // part, device type, tp
+  std::map<Key, std::vector<ProfilePoint>> table_;        // sorted by micro-batch
+  int seq_length_ = 0;                                    // 0 when the profile does not say
   std::string model_;
 };
 

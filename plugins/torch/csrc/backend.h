@@ -1,0 +1,121 @@
+// c10d::Backend "mixccl": torch.distributed collectives and point-to-point on a mixccl
+// communicator. Every call checks its arguments on the caller's thread (a bad call raises at
+// once and leaves the group usable), then returns a Work while a worker thread runs it.
+#pragma once
+
+#include "comm.h"
+#include "p2p_lanes.h"
+#include "worker.h"
+#include "work.h"
+
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+
+namespace mixccl_torch {
+
+class MixcclBackend : public c10d::Backend {
+ public:
+  MixcclBackend(c10::intrusive_ptr<c10d::Store> store, std::unique_ptr<Comm> comm,
+                std::chrono::milliseconds timeout, bool bySplit = false);
+  ~MixcclBackend() override;
+
+  // A new communicator through the store (rank 0 publishes the unique id).
+  static c10::intrusive_ptr<MixcclBackend> create(const c10::intrusive_ptr<c10d::Store>& store,
+                                                  int rank, int size,
+                                                  std::chrono::milliseconds timeout);
+  // new_group by mixcclCommSplit of this group, in order with its collectives. Every rank of
+  // this group calls it; those not in globalRanks pass member=false and get nullptr.
+  c10::intrusive_ptr<MixcclBackend> splitGroup(const c10::intrusive_ptr<c10d::Store>& store,
+                                               bool member, int key,
+                                               std::chrono::milliseconds timeout);
+
+  const std::string getBackendName() const override { return "mixccl"; }
+  bool supportsSplitting() const override { return true; }
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                           const c10d::BroadcastOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                           const c10d::AllreduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
+      std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
+                                        const c10d::ReduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                           std::vector<at::Tensor>& inputs,
+                                           const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                 const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(
+      std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                        std::vector<at::Tensor>& inputs,
+                                        const c10d::GatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
+                                         std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                std::vector<std::vector<at::Tensor>>& inputs,
+                                                const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
+      at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
+                                               std::vector<int64_t>& outputSplits,
+                                               std::vector<int64_t>& inputSplits,
+                                               const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs,
+                                          std::vector<at::Tensor>& inputs,
+                                          const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dstRank,
+                                      int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int srcRank,
+                                      int tag) override;
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors,
+                                               int tag) override;
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
+  void monitoredBarrier(const c10d::BarrierOptions& opts, bool waitAllRanks) override;
+  uint64_t getSequenceNumberForGroup() override { return seq_.load(); }
+
+  void abort() override;
+  void shutdown() override;
+
+  // For tests and the Python side.
+  std::string adaptor() const;
+  size_t p2pLaneCount() { return lanes_ ? lanes_->laneCount() : 0; }
+  int timeoutSeconds() const;
+  // "split" (mixcclCommSplit of a parent group) or "store" (a new communicator).
+  const char* formedBy() const { return bySplit_ ? "split" : "store"; }
+
+ private:
+  // Enqueues body (run on the worker, on this group's communicator) behind a new Work.
+  c10::intrusive_ptr<c10d::Work> enqueue(c10d::OpType type, const char* opName,
+                                         std::vector<at::Tensor> outputs,
+                                         std::chrono::milliseconds timeout,
+                                         std::function<void(Comm&)> body);
+  std::chrono::milliseconds timeoutOr(std::chrono::milliseconds opTimeout) const;
+  void checkOpen(const char* opName) const;
+  void checkRoot(int root, const char* opName) const;
+  void checkPeer(int peer, const char* opName) const;
+
+  c10::intrusive_ptr<c10d::Store> store_;
+  std::unique_ptr<Comm> comm_;
+  std::chrono::milliseconds timeout_;
+  bool bySplit_;
+  std::atomic<uint64_t> seq_{0};
+  std::atomic<bool> aborted_{false};
+  std::atomic<bool> shutDown_{false};
+  std::unique_ptr<P2PLanes> lanes_;
+  std::unique_ptr<Worker> worker_;  // declared last: joined first
+};
+
+}  // namespace mixccl_torch

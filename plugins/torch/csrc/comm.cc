@@ -1,0 +1,101 @@
+#include "comm.h"
+
+#include <c10/util/Exception.h>
+
+#include <cstring>
+#include <vector>
+
+namespace mixccl_torch {
+
+int timeoutSeconds(std::chrono::milliseconds timeout) {
+  long long s = (timeout.count() + 999) / 1000;
+  if (s < 1) s = 1;
+  if (s > 0x7fffffff) s = 0x7fffffff;
+  return static_cast<int>(s);
+}
+
+namespace {
+
+mixcclConfig_t configFor(std::chrono::milliseconds timeout, const std::string& name) {
+  mixcclConfig_t cfg = MIXCCL_CONFIG_INITIALIZER;
+  cfg.timeout = timeoutSeconds(timeout);
+  cfg.commName = name.c_str();  // copied by mixccl during init
+  return cfg;
+}
+
+void throwIfFailed(mixcclResult_t r, mixcclComm_t comm, const char* what) {
+  if (r == mixcclSuccess) return;
+  const char* detail = mixcclGetLastError(comm);
+  std::string msg = std::string("mixccl ") + what + ": " +
+                    (detail && *detail ? detail : mixcclGetErrorString(r));
+  C10_THROW_ERROR(DistBackendError, msg);
+}
+
+}  // namespace
+
+std::unique_ptr<Comm> Comm::viaStore(c10d::Store& store, const std::string& key, int rank,
+                                     int size, std::chrono::milliseconds timeout,
+                                     const std::string& name) {
+  mixcclUniqueId id;
+  if (rank == 0) {
+    throwIfFailed(mixcclGetUniqueId(&id), nullptr, "getUniqueId");
+    std::vector<uint8_t> bytes(sizeof(id));
+    std::memcpy(bytes.data(), &id, sizeof(id));
+    store.set(key, bytes);
+  } else {
+    store.wait({key}, timeout);
+    std::vector<uint8_t> bytes = store.get(key);
+    TORCH_CHECK(bytes.size() == sizeof(id), "mixccl: the unique id under store key '", key,
+                "' has ", bytes.size(), " bytes, expected ", sizeof(id));
+    std::memcpy(&id, bytes.data(), sizeof(id));
+  }
+  mixcclConfig_t cfg = configFor(timeout, name);
+  mixcclComm_t comm = nullptr;
+  throwIfFailed(mixcclCommInitRankConfig(&comm, size, id, rank, &cfg), nullptr, "init");
+  // Every rank has read the id once the init completed. Removing it keeps a later group on the
+  // same store (a new init_process_group after destroy_process_group) from reading a stale id.
+  if (rank == 0) store.deleteKey(key);
+  return std::unique_ptr<Comm>(new Comm(comm, rank, size));
+}
+
+std::unique_ptr<Comm> Comm::split(Comm& parent, int color, int key,
+                                  std::chrono::milliseconds timeout, const std::string& name) {
+  mixcclConfig_t cfg = configFor(timeout, name);
+  mixcclComm_t child = nullptr;
+  parent.check(mixcclCommSplit(parent.comm_, color < 0 ? MIXCCL_SPLIT_NOCOLOR : color, key,
+                               &child, &cfg),
+               "split");
+  if (!child) return nullptr;
+  int rank = 0, size = 0;
+  mixcclCommUserRank(child, &rank);
+  mixcclCommCount(child, &size);
+  return std::unique_ptr<Comm>(new Comm(child, rank, size));
+}
+
+Comm::~Comm() {
+  // After an abort the handle is already released by mixcclCommAbort.
+  if (!aborted_) mixcclCommDestroy(comm_);
+}
+
+void Comm::check(mixcclResult_t r, const char* what) const { throwIfFailed(r, comm_, what); }
+
+void Comm::abort() {
+  if (aborted_) return;
+  aborted_ = true;
+  mixcclCommAbort(comm_);
+}
+
+std::string Comm::memory() const {
+  char value[16] = {0};
+  check(mixcclCommInspect(comm_, "memory", value, sizeof(value)), "inspect");
+  return value;
+}
+
+std::string Comm::adaptor() const {
+  char value[64] = {0};
+  std::string key = "adaptor." + std::to_string(rank_);
+  check(mixcclCommInspect(comm_, key.c_str(), value, sizeof(value)), "inspect");
+  return value;
+}
+
+}  // namespace mixccl_torch

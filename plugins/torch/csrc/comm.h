@@ -1,0 +1,55 @@
+// One mixccl communicator owned by the torch backend (RAII), formed through torch's Store
+// or split from a parent, and the one place mixccl result codes become C++ exceptions.
+#pragma once
+
+#include <mixccl.h>
+
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+namespace mixccl_torch {
+
+class Comm {
+ public:
+  // Rank 0 of the group creates the unique id (starting the rendezvous root in this process)
+  // and publishes it under key; the others wait for it (bounded by timeout), then all init.
+  static std::unique_ptr<Comm> viaStore(c10d::Store& store, const std::string& key, int rank,
+                                        int size, std::chrono::milliseconds timeout,
+                                        const std::string& name);
+  // mixcclCommSplit of parent: every rank of parent calls it; color < 0 leaves this rank out
+  // (returns nullptr).
+  static std::unique_ptr<Comm> split(Comm& parent, int color, int key,
+                                     std::chrono::milliseconds timeout, const std::string& name);
+
+  ~Comm();
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+
+  mixcclComm_t get() const { return comm_; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  // Throws c10::DistBackendError "mixccl <what>: <the communicator's last error>" when r is not
+  // mixcclSuccess.
+  void check(mixcclResult_t r, const char* what) const;
+  // From any thread: every call blocked on this communicator returns with an error soon after.
+  void abort();
+  // The adaptor this rank uses ("host", "gloo", ...).
+  std::string adaptor() const;
+  // Where its buffers live: "host" or "device".
+  std::string memory() const;
+
+ private:
+  Comm(mixcclComm_t comm, int rank, int size) : comm_(comm), rank_(rank), size_(size) {}
+  mixcclComm_t comm_;
+  int rank_;
+  int size_;
+  bool aborted_ = false;
+};
+
+// mixccl's timeout is whole seconds; torch's is milliseconds. Rounds up, at least 1.
+int timeoutSeconds(std::chrono::milliseconds timeout);
+
+}  // namespace mixccl_torch

@@ -1,0 +1,43 @@
+// The Python module mixccl._torch_backend: what mixccl.torch needs to register the backend.
+#include "backend.h"
+
+#include <pybind11/chrono.h>
+#include <torch/extension.h>
+
+namespace py = pybind11;
+using mixccl_torch::MixcclBackend;
+
+PYBIND11_MODULE(_torch_backend, m) {
+  m.doc() = "mixccl's c10d::Backend; import mixccl.torch to register it as backend \"mixccl\"";
+  // Backend's Python type must be known before a subclass is declared.
+  py::module_::import("torch.distributed");
+
+  py::class_<MixcclBackend, c10d::Backend, c10::intrusive_ptr<MixcclBackend>>(m, "MixcclBackend")
+      .def_property_readonly("adaptor", &MixcclBackend::adaptor,
+                             "This rank's mixccl device adaptor (\"host\", \"gloo\", ...)")
+      .def_property_readonly("timeout_seconds", &MixcclBackend::timeoutSeconds,
+                             "The communicator's timeout: every wait is bounded by it")
+      .def_property_readonly("formed_by", &MixcclBackend::formedBy,
+                             "\"split\" (from a parent group) or \"store\" (a new communicator)")
+      .def("p2p_lane_count", &MixcclBackend::p2pLaneCount,
+           "Point-to-point lanes (peer, direction, tag) in use")
+      .def(
+          "perform_nocolor_split",
+          [](MixcclBackend& self, const py::object& /*device*/) {
+            // torch calls this on ranks left out of a new group split from this one.
+            self.splitGroup(nullptr, false, 0, std::chrono::milliseconds(0));
+          },
+          py::arg("device") = py::none(), py::call_guard<py::gil_scoped_release>())
+      .def(
+          "split_group",
+          [](MixcclBackend& self, const c10::intrusive_ptr<c10d::Store>& store, int key,
+             std::chrono::milliseconds timeout) {
+            return self.splitGroup(store, true, key, timeout);
+          },
+          py::arg("store"), py::arg("key"), py::arg("timeout"),
+          py::call_guard<py::gil_scoped_release>());
+
+  m.def("create_backend", &MixcclBackend::create, py::arg("store"), py::arg("rank"),
+        py::arg("size"), py::arg("timeout"), py::call_guard<py::gil_scoped_release>(),
+        "A new mixccl communicator for this group, formed through store");
+}

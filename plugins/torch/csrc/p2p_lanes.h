@@ -1,0 +1,48 @@
+// Point-to-point traffic of one process group. Each (peer, direction, tag) is a lane: its own
+// two-rank mixccl communicator (formed through the Store the first time the lane is used, on
+// both sides) and its own thread. isend/irecv therefore never block the caller, and a send
+// that waits for its receiver never holds up anything else: two ranks that each isend a large
+// tensor before their irecv do not deadlock, as they would on one thread, and tags match like
+// Gloo's (sends and receives of one tag, between two ranks, match in order).
+#pragma once
+
+#include "comm.h"
+#include "worker.h"
+#include "work.h"
+
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+
+namespace mixccl_torch {
+
+class P2PLanes {
+ public:
+  P2PLanes(c10::intrusive_ptr<c10d::Store> store, int rank, std::chrono::milliseconds timeout);
+  ~P2PLanes();  // finishes queued transfers, then frees every lane
+
+  c10::intrusive_ptr<MixcclWork> send(const at::Tensor& tensor, int peer, int tag);
+  c10::intrusive_ptr<MixcclWork> recv(const at::Tensor& tensor, int peer, int tag);
+  // Aborts every lane's communicator: transfers in flight and queued ones fail at once.
+  void abort();
+  // Lanes in use (for tests: lanes are created lazily and per tag).
+  size_t laneCount();
+
+ private:
+  struct Lane;
+  Lane& lane(int peer, bool sending, int tag);
+  c10::intrusive_ptr<MixcclWork> transfer(const at::Tensor& tensor, int peer, int tag, bool sending);
+
+  c10::intrusive_ptr<c10d::Store> store_;
+  int rank_;
+  std::chrono::milliseconds timeout_;
+  std::mutex mutex_;
+  bool aborted_ = false;
+  std::map<std::tuple<int, bool, int>, std::unique_ptr<Lane>> lanes_;
+};
+
+}  // namespace mixccl_torch

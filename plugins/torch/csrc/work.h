@@ -1,0 +1,37 @@
+// The Work a mixccl backend call returns at once: completed by the worker thread that ran the
+// operation, with the output tensors (its Future carries them, for DDP comm hooks) or the error.
+#pragma once
+
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include <chrono>
+#include <exception>
+#include <string>
+#include <vector>
+
+namespace mixccl_torch {
+
+class MixcclWork : public c10d::Work {
+ public:
+  // timeout bounds wait() when it is called without one.
+  MixcclWork(int rank, c10d::OpType opType, std::string opName, std::vector<at::Tensor> outputs,
+             std::chrono::milliseconds timeout);
+
+  // Called once by the thread that ran the operation.
+  void markDone();
+  void markFailed(std::exception_ptr error);
+
+  bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
+  std::vector<at::Tensor> result() override;
+
+  const std::string& opName() const { return opName_; }
+
+ private:
+  std::string opName_;
+  std::vector<at::Tensor> outputs_;
+  std::chrono::milliseconds timeout_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+}  // namespace mixccl_torch

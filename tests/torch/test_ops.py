@@ -1,0 +1,345 @@
+"""Every torch.distributed operation on backend "mixccl" against results computed in Python:
+op x dtype x reduce op, uneven all_to_all, non-contiguous tensors, coalesced calls, bad input
+(a clear exception, and the group stays usable), point-to-point that must not deadlock."""
+
+import torch
+import torch.distributed as dist
+from torch.testing._internal.common_utils import run_tests
+
+from mixccl_test_case import MixcclTestCase
+
+R = dist.ReduceOp
+REDUCE_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8,
+                 torch.uint8, torch.int32, torch.int64, torch.bool]
+MOVE_DTYPES = REDUCE_DTYPES + [torch.complex64, torch.float8_e4m3fn]
+
+
+def rank_input(rank, dtype, n=6):
+    """What rank contributes: small values so products and sums stay exact in every dtype."""
+    g = torch.Generator().manual_seed(1000 + rank)
+    if dtype == torch.bool:
+        return torch.randint(0, 2, (n,), generator=g).bool()
+    if dtype == torch.uint8:
+        return torch.randint(1, 4, (n,), generator=g).to(dtype)
+    if dtype.is_floating_point:
+        return torch.randint(-3, 4, (n,), generator=g).to(torch.float64).mul(0.5).to(dtype)
+    if dtype.is_complex:
+        return torch.complex(torch.randn(n, generator=g), torch.randn(n, generator=g)).to(dtype)
+    return torch.randint(-3, 4, (n,), generator=g).to(dtype)
+
+
+def expected(op, dtype, size, n=6, factor=None):
+    xs = [rank_input(r, dtype, n) for r in range(size)]
+    if dtype == torch.bool:
+        stacked = torch.stack(xs)
+        if op in (R.SUM, R.MAX, R.BOR):
+            return stacked.any(0)
+        if op in (R.PRODUCT, R.MIN, R.BAND):
+            return stacked.all(0)
+        acc = xs[0].clone()
+        for x in xs[1:]:
+            acc ^= x
+        return acc
+    wide = torch.float64 if dtype.is_floating_point else torch.int64
+    stacked = torch.stack([x.to(wide) for x in xs])
+    if op == R.SUM:
+        out = stacked.sum(0)
+    elif op == R.PRODUCT:
+        out = stacked.prod(0)
+    elif op == R.MIN:
+        out = stacked.min(0).values
+    elif op == R.MAX:
+        out = stacked.max(0).values
+    elif op == R.AVG:
+        out = stacked.sum(0) / size if dtype.is_floating_point else \
+            torch.div(stacked.sum(0), size, rounding_mode="trunc")
+    elif op == "premul":
+        out = (stacked * factor).sum(0)
+    else:
+        acc = stacked[0].clone()
+        for x in stacked[1:]:
+            acc = acc & x if op == R.BAND else acc | x if op == R.BOR else acc ^ x
+        out = acc
+    return out.to(dtype)  # integers wrap like the library's (two's complement)
+
+
+def ops_for(dtype):
+    if dtype == torch.bool:
+        return [R.SUM, R.PRODUCT, R.MIN, R.MAX, R.BAND, R.BOR, R.BXOR]
+    ops = [R.SUM, R.PRODUCT, R.MIN, R.MAX, R.AVG]
+    if not dtype.is_floating_point:
+        ops += [R.BAND, R.BOR, R.BXOR]
+    return ops
+
+
+class TestMixcclOps(MixcclTestCase):
+    WORLD_SIZE = 3
+
+    def assert_same(self, got, want, what):
+        if want.dtype.is_floating_point:
+            tol = 0 if want.dtype in (torch.float32, torch.float64) else 1e-2
+            torch.testing.assert_close(got.to(torch.float64), want.to(torch.float64),
+                                       atol=tol, rtol=tol, msg=what)
+        else:
+            self.assertTrue(torch.equal(got, want), f"{what}: {got} != {want}")
+
+    def test_reductions_every_dtype_and_op(self):
+        self.init_pg()
+        size = self.world_size
+        for dtype in REDUCE_DTYPES:
+            for op in ops_for(dtype):
+                what = f"{dtype} {op}"
+                want = expected(op, dtype, size)
+                t = rank_input(self.rank, dtype)
+                dist.all_reduce(t, op=op)
+                self.assert_same(t, want, "all_reduce " + what)
+
+                t = rank_input(self.rank, dtype)
+                dist.reduce(t, dst=1, op=op)
+                if self.rank == 1:
+                    self.assert_same(t, want, "reduce " + what)
+
+                n = 2 * size
+                inp = torch.cat([rank_input(self.rank, dtype, n)])
+                out = torch.empty(2, dtype=dtype)
+                dist.reduce_scatter_tensor(out, inp, op=op)
+                whole = expected(op, dtype, size, n)
+                self.assert_same(out, whole[2 * self.rank:2 * self.rank + 2],
+                                 "reduce_scatter_tensor " + what)
+
+                outl = torch.empty(2, dtype=dtype)
+                dist.reduce_scatter(outl, list(inp.chunk(size)), op=op)
+                self.assert_same(outl, out, "reduce_scatter " + what)
+        for dtype in (torch.float32, torch.float64, torch.bfloat16):
+            t = rank_input(self.rank, dtype)
+            dist.all_reduce(t, op=dist._make_nccl_premul_sum(2.0))
+            self.assert_same(t, expected("premul", dtype, size, factor=2.0), f"premul {dtype}")
+        dist.destroy_process_group()
+
+    def test_refused_reductions_name_the_problem(self):
+        self.init_pg()
+        with self.assertRaisesRegex(RuntimeError, "ReduceOp.AVG is not defined on bool"):
+            dist.all_reduce(torch.ones(2, dtype=torch.bool), op=R.AVG)
+        with self.assertRaisesRegex(RuntimeError,
+                                    "ReduceOp.BAND needs an integer or bool tensor, got Float"):
+            dist.all_reduce(torch.ones(2), op=R.BAND)
+        with self.assertRaisesRegex(RuntimeError, "reductions on dtype UInt16 are not supported"):
+            dist.all_reduce(torch.ones(2, dtype=torch.uint16))
+        t = torch.ones(2)
+        dist.all_reduce(t)
+        self.assertEqual(t.tolist(), [3.0, 3.0])
+        dist.destroy_process_group()
+
+    def test_data_movement_every_dtype(self):
+        self.init_pg()
+        size, rank = self.world_size, self.rank
+        for dtype in MOVE_DTYPES:
+            mine = rank_input(rank, dtype, 4)
+            every = [rank_input(r, dtype, 4) for r in range(size)]
+            eq = lambda a, b: torch.equal(a.view(torch.uint8), b.view(torch.uint8))  # noqa: E731
+
+            t = mine.clone()
+            dist.broadcast(t, src=2)
+            self.assertTrue(eq(t, every[2]), f"broadcast {dtype}")
+
+            outs = [torch.empty_like(mine) for _ in range(size)]
+            dist.all_gather(outs, mine)
+            self.assertTrue(all(eq(o, e) for o, e in zip(outs, every)), f"all_gather {dtype}")
+
+            flat = torch.empty(4 * size, dtype=dtype)
+            dist.all_gather_into_tensor(flat, mine)
+            self.assertTrue(eq(flat, torch.cat(every)), f"all_gather_into_tensor {dtype}")
+
+            gl = [torch.empty_like(mine) for _ in range(size)] if rank == 0 else None
+            dist.gather(mine, gl, dst=0)
+            if rank == 0:
+                self.assertTrue(all(eq(o, e) for o, e in zip(gl, every)), f"gather {dtype}")
+
+            got = torch.empty_like(mine)
+            dist.scatter(got, every if rank == 1 else None, src=1)
+            self.assertTrue(eq(got, every[rank]), f"scatter {dtype}")
+
+            # all_to_all_single, uneven: rank r sends (p + 1) rows of 2 to peer p.
+            rows_to = [p + 1 for p in range(size)]
+            send = torch.cat([rank_input(100 * rank + p, dtype, 2 * rows_to[p]).view(-1, 2)
+                              for p in range(size)])
+            recv_rows = [rank + 1] * size
+            recv = torch.empty(sum(recv_rows), 2, dtype=dtype)
+            dist.all_to_all_single(recv, send, recv_rows, rows_to)
+            want = torch.cat([rank_input(100 * p + rank, dtype, 2 * (rank + 1)).view(-1, 2)
+                              for p in range(size)])
+            self.assertTrue(eq(recv, want), f"all_to_all_single uneven {dtype}")
+
+            ins = [rank_input(10 * rank + p, dtype, p + 1) for p in range(size)]
+            outs = [torch.empty(rank + 1, dtype=dtype) for _ in range(size)]
+            dist.all_to_all(outs, ins)
+            self.assertTrue(all(eq(outs[p], rank_input(10 * p + rank, dtype, rank + 1))
+                                for p in range(size)), f"all_to_all {dtype}")
+
+            if rank < 2:
+                buf = torch.empty_like(mine)
+                if rank == 0:
+                    dist.send(mine, dst=1)
+                    dist.recv(buf, src=1)
+                else:
+                    dist.recv(buf, src=0)
+                    dist.send(mine, dst=0)
+                self.assertTrue(eq(buf, every[1 - rank]), f"send/recv {dtype}")
+        dist.destroy_process_group()
+
+    def test_non_contiguous_tensors(self):
+        self.init_pg()
+        base = torch.arange(12, dtype=torch.float32).view(3, 4) + self.rank
+        t = base.t()  # a view with strides (1, 4)
+        self.assertFalse(t.is_contiguous())
+        dist.all_reduce(t)
+        self.assertTrue(torch.equal(base, (torch.arange(12.0).view(3, 4) * 3 + 3)))
+        col = torch.zeros(4, 2)[:, 1]
+        col += self.rank + 1
+        dist.broadcast(col, src=1)
+        self.assertEqual(col.tolist(), [2.0] * 4)
+        outs = [torch.zeros(2, 3)[:, 0] for _ in range(self.world_size)]
+        dist.all_gather(outs, torch.full((2,), float(self.rank)))
+        self.assertEqual([o.tolist() for o in outs], [[0.0, 0.0], [1.0, 1.0], [2.0, 2.0]])
+        dist.destroy_process_group()
+
+    def test_coalesced_calls(self):
+        self.init_pg()
+        a, b = torch.ones(3), torch.full((5,), 2.0)
+        with dist._coalescing_manager(async_ops=True) as cm:
+            dist.all_reduce(a)
+            dist.all_reduce(b)
+        cm.wait()
+        self.assertEqual(a.tolist(), [3.0] * 3)
+        self.assertEqual(b.tolist(), [6.0] * 5)
+        outs = [torch.empty(2 * self.world_size), torch.empty(self.world_size)]
+        with dist._coalescing_manager(async_ops=True) as cm:
+            dist.all_gather_into_tensor(outs[0], torch.full((2,), float(self.rank)))
+            dist.all_gather_into_tensor(outs[1], torch.full((1,), float(self.rank)))
+        cm.wait()
+        self.assertEqual(outs[1].tolist(), [0.0, 1.0, 2.0])
+        rs = torch.empty(1)
+        with dist._coalescing_manager(async_ops=True) as cm:
+            dist.reduce_scatter_tensor(rs, torch.arange(3.0))
+        cm.wait()
+        self.assertEqual(rs.item(), 3.0 * self.rank)
+        ts = [torch.ones(2), torch.ones(3)]
+        dist.all_reduce_coalesced(ts)
+        self.assertEqual(ts[1].tolist(), [3.0] * 3)
+        dist.destroy_process_group()
+
+    def test_bad_input_raises_and_group_stays_usable(self):
+        self.init_pg()
+        cases = [
+            (lambda: dist.all_gather_into_tensor(torch.empty(5), torch.ones(2)),
+             "all_gather_into_tensor: the output has 5 elements, expected 6"),
+            (lambda: dist.all_gather_into_tensor(torch.empty(6, dtype=torch.int32),
+                                                 torch.ones(2)),
+             "all_gather_into_tensor: the output has dtype Int, expected Float"),
+            (lambda: dist.reduce_scatter_tensor(torch.empty(2), torch.ones(5)),
+             "reduce_scatter_tensor: the input has 5 elements, expected 6"),
+            (lambda: dist.all_to_all_single(torch.empty(3), torch.ones(3), [1, 1, 1], [2, 1, 1]),
+             "input split sizes add up to 4, the input has 3 rows"),
+            (lambda: dist.all_gather([torch.empty(2)] * 3, torch.ones(3)),
+             "mixccl allgather: an output has 2 elements, expected 3"),
+            (lambda: self.mixccl_backend().broadcast([torch.ones(1)], dist.BroadcastOptions()),
+             None),  # valid: keeps the ranks in step
+        ]
+        for call, message in cases:
+            if message is None:
+                call().wait()
+                continue
+            with self.assertRaisesRegex(RuntimeError, message):
+                call()
+        opts = dist.BroadcastOptions()
+        opts.rootRank = 7
+        with self.assertRaisesRegex(RuntimeError, r"broadcast: invalid root rank 7 \(group of "
+                                                  r"size 3\)"):
+            self.mixccl_backend().broadcast([torch.ones(1)], opts)
+        t = torch.ones(4)
+        dist.all_reduce(t)
+        self.assertEqual(t.tolist(), [3.0] * 4)
+        dist.destroy_process_group()
+
+    def test_isend_before_irecv_does_not_deadlock(self):
+        self.init_pg()
+        if self.rank < 2:
+            peer = 1 - self.rank
+            big = torch.full((16 << 20,), float(self.rank))  # 64 MiB: more than any buffer
+            got = torch.empty_like(big)
+            send = dist.isend(big, peer)   # both ranks send first ...
+            recv = dist.irecv(got, peer)   # ... and receive second
+            send.wait()
+            recv.wait()
+            self.assertEqual(got[0].item(), float(peer))
+            self.assertEqual(got[-1].item(), float(peer))
+            ops = [dist.P2POp(dist.isend, big, peer), dist.P2POp(dist.irecv, got, peer)]
+            for w in dist.batch_isend_irecv(ops):
+                w.wait()
+            self.assertEqual(self.mixccl_backend().p2p_lane_count(), 2)
+        dist.barrier()
+        dist.destroy_process_group()
+
+    def test_async_work_and_future(self):
+        self.init_pg()
+        t = torch.ones(3)
+        work = dist.all_reduce(t, async_op=True)
+        fut = work.get_future().then(lambda f: f.value()[0] * 2)
+        self.assertEqual(fut.wait().tolist(), [6.0] * 3)
+        self.assertTrue(work.wait())
+        self.assertTrue(work.is_completed())
+        self.assertEqual(work.result()[0].tolist(), [3.0] * 3)
+        with self.assertRaisesRegex(RuntimeError, "mixccl recv: a receive from any source is "
+                                                  "not supported"):
+            dist.recv(torch.empty(1))
+        dist.destroy_process_group()
+
+    def test_new_group_and_non_members(self):
+        self.init_pg()
+        g = dist.new_group([0, 2])
+        t = torch.full((2,), float(self.rank + 1))
+        if self.rank in (0, 2):
+            dist.all_reduce(t, group=g)
+            self.assertEqual(t.tolist(), [4.0, 4.0])
+            self.assertEqual(dist.get_world_size(g), 2)
+        sub, _ = dist.new_subgroups(group_size=1)
+        dist.all_reduce(t, group=sub)
+        dist.barrier()
+        dist.destroy_process_group()
+
+    def test_new_group_by_split(self):
+        # A default group bound to a device lets torch split new groups from it
+        # (mixcclCommSplit); ranks left out take part with no color.
+        self.init_pg(device_id=torch.device("cpu", 0))
+        g = dist.new_group([1, 2])
+        self.assertEqual(self.mixccl_backend().formed_by, "store")
+        if self.rank in (1, 2):
+            self.assertEqual(self.mixccl_backend(g).formed_by, "split")
+            t = torch.full((1,), float(self.rank))
+            dist.all_reduce(t, group=g)
+            self.assertEqual(t.item(), 3.0)
+        dist.barrier()
+        dist.destroy_process_group()
+
+
+    def test_reinit_on_the_same_store(self):
+        # One store kept across two groups: the second must not read the first one's unique id.
+        store = dist.FileStore(f"{self.file_name}.kept", self.world_size)
+        for round_ in range(2):
+            dist.init_process_group("mixccl", store=store, rank=self.rank,
+                                    world_size=self.world_size)
+            t = torch.full((2,), float(round_ + 1))
+            dist.all_reduce(t)
+            self.assertEqual(t.tolist(), [3.0 * (round_ + 1)] * 2)
+            dist.destroy_process_group()
+
+    def test_all(self):
+        """Every test above in one job: CTest runs this one (spawning the ranks and importing
+        torch once instead of once per test saves most of their time)."""
+        for name in sorted(dir(self)):
+            if name.startswith("test_") and name != "test_all":
+                getattr(self, name)()
+
+
+if __name__ == "__main__":
+    run_tests()

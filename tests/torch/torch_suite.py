@@ -1,0 +1,55 @@
+"""Runs tests of PyTorch's own distributed suite
+(torch/testing/_internal/distributed/distributed_test.py, shipped in the torch wheel) against
+one backend, the way torch's test_distributed_spawn.py does.
+
+    BACKEND=mixccl WORLD_SIZE=2 python3 torch_suite.py test_all_reduce_sum test_broadcast ...
+    BACKEND=mixccl WORLD_SIZE=2 python3 torch_suite.py --all      # the whole suite
+
+For backend "mixccl" the backend is registered first and named in the suite's feature sets
+("plugin", and "ddp"/"subgroup", which mixccl implements) so its tests are not skipped.
+Exit status 0 when every named test passed or was skipped by the suite itself.
+"""
+
+import os
+import sys
+import tempfile
+import unittest
+
+os.environ.setdefault("WORLD_SIZE", "2")
+os.environ.setdefault("TEMP_DIR", tempfile.mkdtemp(prefix="mixccl-torch-suite-"))
+BACKEND = os.environ.setdefault("BACKEND", "mixccl")
+
+from torch.testing._internal.common_distributed import DistTestCases  # noqa: E402
+
+if BACKEND == "mixccl":
+    import mixccl.torch  # noqa: F401  (registers the backend)
+
+    for feature in ("plugin", "ddp", "subgroup"):
+        DistTestCases.backend_feature[feature].add("mixccl")
+    # mixccl matches each receive to a named sender, as NCCL does (docs/pytorch.md).
+    DistTestCases.skip_collective["sendrecv anysource"].add("mixccl")
+
+from torch.testing._internal.distributed.distributed_test import (  # noqa: E402
+    DistributedTest,
+    TestDistBackend,
+)
+
+
+class TestDistBackendWithSpawn(TestDistBackend, DistributedTest._DistTestBase):
+    def setUp(self):
+        super().setUp()
+        self._spawn_processes()
+
+
+def main(argv):
+    loader = unittest.TestLoader()
+    if argv == ["--all"]:
+        suite = loader.loadTestsFromTestCase(TestDistBackendWithSpawn)
+    else:
+        suite = unittest.TestSuite(TestDistBackendWithSpawn(name) for name in argv)
+    result = unittest.TextTestRunner(verbosity=2).run(suite)
+    return 0 if result.wasSuccessful() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

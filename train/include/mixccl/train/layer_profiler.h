@@ -1,0 +1,50 @@
+// Profiling mode of mixccl-train: measures one transformer block's forward and backward time,
+// and the embedding's and the head's, at several micro-batch sizes, for every device type of a
+// cluster spec (each with its emulated duty cycle; the emulated slowdown of speed_emulation.h
+// applied to the measured time), and
+// writes them as mixccl-plan's --profile JSON. Also the planner's model spec of the trainer's
+// GPT, so that the planner plans this very model from measured numbers.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "mixccl/train/cluster_spec.h"
+#include "mixccl/train/gpt_model.h"
+
+namespace mixccl::train {
+
+struct ProfilerOptions {
+  std::vector<int> micro_batches = {1, 2, 4, 8};
+  int repeats = 8;  // timed runs per size after one warm-up; their mean is kept
+};
+
+// One measurement on this machine, seconds (before the emulated slowdown is applied).
+struct MeasuredPart {
+  int micro_batch = 0;
+  double block_forward_s = 0.0, block_backward_s = 0.0;
+  double embedding_forward_s = 0.0, embedding_backward_s = 0.0;
+  double head_forward_s = 0.0, head_backward_s = 0.0;  // final layernorm, head, loss
+  double block_activation_bytes = 0.0;                 // what one block keeps per micro-batch
+};
+
+// Measures with the duty cycle of a device `slowdown` times slower than the CPU (each timed
+// operation followed by its emulated idle, as the trainer runs such a device).
+std::vector<MeasuredPart> MeasureParts(const GptConfig& model, const ProfilerOptions& options,
+                                       double slowdown = 1.0);
+
+// The planner's name for the trainer's model: "mixccl-gpt-L3-C32-H4-T32-V256".
+std::string PlannerModelName(const GptConfig& model);
+
+// The --profile JSON: per device type of `cluster` (parts_per_type[i] measured for type i),
+// the measured times times its slowdown (times `slowdown_base`, as mixccl-train
+// --slowdown-base emulates it).
+std::string ProfileJson(const GptConfig& model, const ClusterSpec& cluster,
+                        const std::vector<std::vector<MeasuredPart>>& parts_per_type,
+                        double slowdown_base = 1.0);
+
+// The planner's model spec of the trainer's GPT (fp32, plain GELU MLP of 4C, no flash
+// attention, untied head) with `global_batch` sequences per step.
+std::string PlannerModelSpecJson(const GptConfig& model, int global_batch);
+
+}  // namespace mixccl::train

@@ -1,0 +1,156 @@
+#include "mixccl/train/layer_profiler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "mixccl/train/speed_emulation.h"
+
+namespace mixccl::train {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The mean, not the median: a step's time is the sum of its operations' times, so what
+// predicts it is their expected time, the occasional slow one included (on a shared machine
+// the median of a few short operations is the quiet moment a long step rarely gets).
+double Mean(const std::vector<double>& v) {
+  double s = 0.0;
+  for (double x : v) s += x;
+  return s / v.size();
+}
+
+// Mean forward and backward CPU time of `stage` on micro-batches of B sequences, each operation
+// followed by the idle of a device `slowdown` times slower, as the trainer runs it: the next
+// operation then starts with colder caches, which the run pays too. The inputs do not matter
+// for the time; they only need to be valid.
+void TimeStage(GptStage& stage, int B, int repeats, double slowdown, double* forward_s,
+               double* backward_s) {
+  const GptConfig& c = stage.config();
+  const size_t N = static_cast<size_t>(B) * c.seq_len;
+  std::vector<int> tokens(N);
+  for (size_t i = 0; i < N; ++i) tokens[i] = static_cast<int>((7 * i + 3) % c.vocab_size);
+  std::vector<float> input(N * c.channels, 0.01f), dout(N * c.channels, 1e-3f);
+  const StageRange& r = stage.range();
+  MicroBatchState s;
+  SlowdownIdler idler(slowdown);
+  std::vector<double> f, b;
+  for (int k = 0; k <= repeats; ++k) {  // the first run warms the caches and allocations
+    // CPU time, as the trainer's emulation counts it (speed_emulation.h).
+    auto t0 = Clock::now();
+    double c0 = ThreadCpuSeconds();
+    stage.Forward(s, B, tokens.data(), tokens.data(), r.embedding ? nullptr : input.data());
+    const double forward = ThreadCpuSeconds() - c0;
+    idler.Idle(forward, std::chrono::duration<double>(Clock::now() - t0).count());
+    t0 = Clock::now();
+    c0 = ThreadCpuSeconds();
+    stage.Backward(s, r.head ? nullptr : dout.data(), 1.0f / N);
+    const double backward = ThreadCpuSeconds() - c0;
+    idler.Idle(backward, std::chrono::duration<double>(Clock::now() - t0).count());
+    if (k == 0) continue;
+    f.push_back(forward);
+    b.push_back(backward);
+  }
+  *forward_s = Mean(f);
+  *backward_s = Mean(b);
+}
+
+}  // namespace
+
+std::vector<MeasuredPart> MeasureParts(const GptConfig& model, const ProfilerOptions& options,
+                                       double slowdown) {
+  const int L = model.num_layers;
+  // The whole model, the embedding alone and the head alone (the empty stages [0, 0) and
+  // [L, L)). A block's time is the whole model's minus the embedding and the head, over L:
+  // timed inside the model its weights and activations compete for the caches as in a run,
+  // which a block timed alone would not show.
+  GptStage whole(model, StageRange::Whole(model));
+  GptStage embedding(model, {0, 0, true, false, 0});
+  GptStage head(model, {L, L, false, true, 0});
+  whole.Init(1);
+  embedding.Init(1);
+  head.Init(1);
+  std::vector<MeasuredPart> out;
+  for (int B : options.micro_batches) {
+    MeasuredPart p;
+    p.micro_batch = B;
+    double whole_f = 0.0, whole_b = 0.0;
+    TimeStage(whole, B, options.repeats, slowdown, &whole_f, &whole_b);
+    TimeStage(embedding, B, options.repeats, slowdown, &p.embedding_forward_s,
+              &p.embedding_backward_s);
+    TimeStage(head, B, options.repeats, slowdown, &p.head_forward_s, &p.head_backward_s);
+    p.block_forward_s = std::max(whole_f - p.embedding_forward_s - p.head_forward_s, 0.0) / L;
+    p.block_backward_s = std::max(whole_b - p.embedding_backward_s - p.head_backward_s, 0.0) / L;
+    BlockActivations a;
+    a.Resize(B, model.seq_len, model.channels, model.channels, model.num_heads);
+    const size_t floats = a.ln1.size() + a.ln1_mean.size() + a.ln1_rstd.size() + a.qkv.size() +
+                          a.att.size() + a.atty.size() + a.res2.size() + a.ln2.size() +
+                          a.ln2_mean.size() + a.ln2_rstd.size() + a.fch.size() + a.fch_gelu.size() +
+                          static_cast<size_t>(B) * model.seq_len * model.channels;
+    p.block_activation_bytes = 4.0 * floats;  // the activations plus the block's input
+    out.push_back(p);
+  }
+  return out;
+}
+
+std::string PlannerModelName(const GptConfig& m) {
+  return "mixccl-gpt-L" + std::to_string(m.num_layers) + "-C" + std::to_string(m.channels) + "-H" +
+         std::to_string(m.num_heads) + "-T" + std::to_string(m.seq_len) + "-V" +
+         std::to_string(m.vocab_size);
+}
+
+std::string ProfileJson(const GptConfig& model, const ClusterSpec& cluster,
+                        const std::vector<std::vector<MeasuredPart>>& parts_per_type,
+                        double slowdown_base) {
+  nlohmann::ordered_json j;
+  j["comment"] =
+      "measured by mixccl-train --profile-out; each device type's times are the measured "
+      "ones times its emulated slowdown (docs/training.md)";
+  j["model"] = PlannerModelName(model);
+  j["seq_length"] = model.seq_len;
+  nlohmann::ordered_json entries = nlohmann::ordered_json::array();
+  for (size_t t = 0; t < cluster.device_types.size(); ++t) {
+    const DeviceType& d = cluster.device_types[t];
+    const double k = slowdown_base * EmulatedSlowdown(cluster, d.name, "", "");
+    for (const MeasuredPart& p : parts_per_type[t]) {
+      auto entry = [&](const char* part, double f, double b) {
+        nlohmann::ordered_json e = {
+            {"device_type", d.name}, {"tp", 1}, {"micro_batch", p.micro_batch}};
+        if (part != nullptr) e["part"] = part;
+        e["forward_ms"] = std::max(k * f * 1e3, 1e-6);
+        e["backward_ms"] = std::max(k * b * 1e3, 1e-6);
+        if (part == nullptr) e["activation_bytes"] = p.block_activation_bytes;
+        entries.push_back(e);
+      };
+      entry(nullptr, p.block_forward_s, p.block_backward_s);
+      entry("embedding", p.embedding_forward_s, p.embedding_backward_s);
+      entry("head", p.head_forward_s, p.head_backward_s);
+    }
+  }
+  j["entries"] = entries;
+  return j.dump(2) + "\n";
+}
+
+std::string PlannerModelSpecJson(const GptConfig& m, int global_batch) {
+  nlohmann::ordered_json j;
+  j["comment"] = "mixccl-train's GPT as the planner sees it (written by --profile-out)";
+  j["name"] = PlannerModelName(m);
+  j["num_layers"] = m.num_layers;
+  j["hidden_size"] = m.channels;
+  j["ffn_hidden_size"] = 4 * m.channels;
+  j["num_attention_heads"] = m.num_heads;
+  j["num_kv_heads"] = m.num_heads;
+  j["vocab_size"] = m.vocab_size;
+  j["seq_length"] = m.seq_len;
+  j["global_batch_size"] = global_batch;
+  j["param_dtype"] = "fp32";
+  j["grad_dtype"] = "fp32";
+  j["optimizer"] = {{"type", "adam"}, {"zero1", false}};
+  j["gated_mlp"] = false;
+  j["flash_attention"] = false;
+  j["tie_embeddings"] = false;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace mixccl::train

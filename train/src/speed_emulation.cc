@@ -1,0 +1,45 @@
+#include "mixccl/train/speed_emulation.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+
+namespace mixccl::train {
+
+double EmulatedSlowdown(const ClusterSpec& cluster, const std::string& type,
+                        const std::string& origin, const std::string& where) {
+  const int i = cluster.FindType(type);
+  if (i < 0) {
+    throw std::invalid_argument(origin + ": no device type \"" + type + "\" (" + where + ")");
+  }
+  double fastest = 0.0;
+  for (const DeviceType& t : cluster.device_types)
+    fastest = std::max(fastest, t.achievable_flops());
+  return fastest / cluster.device_types[i].achievable_flops();
+}
+
+double ThreadCpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+double SlowdownIdler::Idle(double cpu_s, double wall_s) {
+  if (slowdown_ <= 1.0) return 0.0;
+  const double ask = slowdown_ * cpu_s - wall_s - overrun_s_;
+  if (ask <= 0.0) {  // the operation (or an earlier one) already used up this idle
+    overrun_s_ = -ask;
+    return 0.0;
+  }
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  std::this_thread::sleep_for(std::chrono::duration<double>(ask));
+  const double idled = std::chrono::duration<double>(Clock::now() - start).count();
+  overrun_s_ = idled - ask;
+  return idled;
+}
+
+}  // namespace mixccl::train

@@ -1,0 +1,118 @@
+// mixccl-train: the reference trainer. Without --plan it trains the whole model in this
+// process; with --plan it is one rank of a mixccl job started by mixcclrun, and runs the part
+// of the plan that the rank map gives it (see docs/training.md).
+#include <cstdio>
+#include <exception>
+#include <fstream>
+
+#include "mixccl/train/exec_plan.h"
+#include "mixccl/train/layer_profiler.h"
+#include "mixccl/train/mixccl_collectives.h"
+#include "mixccl/train/speed_emulation.h"
+#include "mixccl/train/train_cli.h"
+#include "mixccl/train/train_run.h"
+
+using namespace mixccl::train;
+
+namespace {
+
+int RunPlan(TrainCli& cli) {
+  const ExecPlan plan = LoadExecPlan(cli.plan);
+  if (plan.global_batch == 0) {
+    throw std::invalid_argument(cli.plan + ": has no \"global_batch_size\"");
+  }
+  cli.options.global_batch = plan.global_batch;
+  cli.options.micro_batches = plan.micro_batches;
+  int rank = 0, num_ranks = 0;
+  ReadJobEnvironment(&rank, &num_ranks);
+  // Every rank checks the plan, and the device types of all its stages, before joining, so a
+  // bad plan fails every rank the same way instead of leaving the others waiting at the
+  // rendezvous.
+  CheckExecPlan(plan, cli.options, num_ranks);
+  RankRole role = RoleOfRank(plan, rank);
+  if (!cli.cluster.empty()) {
+    const ClusterSpec cluster = LoadClusterSpec(cli.cluster);
+    const RankPlacement mine = PlaceRank(plan.structure, rank);
+    for (size_t g = 0; g < plan.stages.size(); ++g) {
+      for (size_t s = 0; s < plan.stages[g].size(); ++s) {
+        const double k = EmulatedSlowdown(
+            cluster, plan.stages[g][s].device_type, cli.cluster,
+            "the plan's group " + std::to_string(g) + " stage " + std::to_string(s));
+        if (static_cast<int>(g) == mine.group && static_cast<int>(s) == mine.stage) {
+          role.slowdown = k * cli.slowdown_base;
+        }
+      }
+    }
+  }
+  mixcclComm_t world = JoinJob(rank, num_ranks);
+  // The communicators need only the stage's parameter layout, which a bare stage has.
+  MixcclCollectives comm(world, plan, role, GptStage(cli.options.model, role.range, role.tp),
+                         cli.options.zero1);
+  Trainer trainer(cli.options, role, LoadTrainData(cli), &comm);
+  return RunTraining(cli, trainer, &comm, rank, num_ranks);
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  if (!out) throw std::runtime_error(path + ": cannot write");
+}
+
+// Profiling mode: one process measures the parts of the model and writes the planner's inputs.
+int RunProfiling(const TrainCli& cli) {
+  const ClusterSpec cluster = LoadClusterSpec(cli.cluster);
+  ProfilerOptions options;
+  options.micro_batches = cli.profile_micro_batches;
+  std::vector<std::vector<MeasuredPart>> parts;
+  for (const DeviceType& d : cluster.device_types) {
+    const double k = cli.slowdown_base * EmulatedSlowdown(cluster, d.name, cli.cluster, "");
+    parts.push_back(MeasureParts(cli.options.model, options, k));
+    if (cli.quiet) continue;
+    for (const MeasuredPart& p : parts.back()) {
+      std::printf(
+          "%s micro-batch %2d  block %.3f/%.3f ms  embedding %.3f/%.3f ms  head "
+          "%.3f/%.3f ms  (forward/backward before the slowdown %.2f)\n",
+          d.name.c_str(), p.micro_batch, p.block_forward_s * 1e3, p.block_backward_s * 1e3,
+          p.embedding_forward_s * 1e3, p.embedding_backward_s * 1e3, p.head_forward_s * 1e3,
+          p.head_backward_s * 1e3, k);
+    }
+  }
+  WriteFile(cli.profile_out, ProfileJson(cli.options.model, cluster, parts, cli.slowdown_base));
+  if (!cli.model_spec_out.empty()) {
+    WriteFile(cli.model_spec_out,
+              PlannerModelSpecJson(cli.options.model, cli.options.global_batch));
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  TrainCli cli;
+  try {
+    cli = ParseTrainCli(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mixccl-train: %s\n%s", e.what(), kTrainUsage);
+    return 1;
+  }
+  if (cli.help) {
+    std::printf("%s", kTrainUsage);
+    return 0;
+  }
+  try {
+    if (!cli.profile_out.empty()) return RunProfiling(cli);
+    if (!cli.plan.empty()) return RunPlan(cli);
+    RankRole role = RankRole::SingleProcess(cli.options);
+    if (!cli.cluster.empty()) {
+      role.device_type = cli.device_type;
+      role.slowdown =
+          cli.slowdown_base * EmulatedSlowdown(LoadClusterSpec(cli.cluster), cli.device_type,
+                                               cli.cluster, "--device-type");
+    }
+    Trainer trainer(cli.options, role, LoadTrainData(cli), nullptr);
+    return RunTraining(cli, trainer, nullptr, 0, 1);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mixccl-train: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,136 @@
+// The profiling mode: mixccl-train --profile-out measures the model's parts per device type
+// and mixccl-plan plans from the written profile and model spec; the profile's new parts
+// (embedding, head) replace the analytic estimates of the cost model.
+#include "mixccl/train/layer_profiler.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "mixccl/train/cost_model.h"
+#include "mixccl/train/model_spec.h"
+#include "mixccl/train/profile.h"
+#include "mixccl/train/spec_error.h"
+
+namespace mixccl::train {
+namespace {
+
+const std::string kCluster = std::string(MIXCCL_TRAIN_EXAMPLES) + "/emulated/cpu-fast-slow.json";
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct Cmd {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+Cmd Shell(const std::string& cmd) {
+  const std::string base = ::testing::TempDir() + "/mixccl_prof_" + std::to_string(getpid());
+  const int status = std::system((cmd + " >" + base + ".out 2>" + base + ".err").c_str());
+  Cmd r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, Slurp(base + ".out"), Slurp(base + ".err")};
+  std::remove((base + ".out").c_str());
+  std::remove((base + ".err").c_str());
+  return r;
+}
+
+TEST(LayerProfiler, ThePlannerPlansFromTheWrittenProfile) {
+  const std::string dir = ::testing::TempDir() + "/mixccl_prof_" + std::to_string(getpid());
+  const std::string profile = dir + "_profile.json", model = dir + "_model.json";
+  Cmd r = Shell(std::string(MIXCCL_TRAIN_BINARY) +
+                " --layers 3 --channels 32 --heads 4 --seq-len 32 --global-batch 16 --quiet"
+                " --profile-micro-batches 1,4 --cluster " +
+                kCluster + " --profile-out " + profile + " --model-spec-out " + model);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json p = nlohmann::json::parse(Slurp(profile));
+  EXPECT_EQ(p["model"], "mixccl-gpt-L3-C32-H4-T32-V256");
+  // 2 types x 2 micro-batch sizes x (layer, embedding, head)
+  ASSERT_EQ(p["entries"].size(), 12u);
+  for (size_t i = 0; i < 12; ++i) {
+    EXPECT_EQ(p["entries"][i]["device_type"], i < 6 ? "fast" : "slow");
+    EXPECT_GT(p["entries"][i]["forward_ms"].get<double>(), 0.0);
+  }
+  r = Shell(std::string(MIXCCL_PLAN_BINARY) + " --model " + model + " --cluster " + kCluster +
+            " --profile " + profile + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json plan = nlohmann::json::parse(r.out);
+  EXPECT_FALSE(plan["stages"].empty());
+  std::remove(profile.c_str());
+  std::remove(model.c_str());
+}
+
+TEST(LayerProfiler, EachTypesTimesAreItsMeasurementTimesItsSlowdown) {
+  const ClusterSpec cluster = LoadClusterSpec(kCluster);  // fast 1, slow 2
+  MeasuredPart a;
+  a.micro_batch = 2;
+  a.block_forward_s = 1e-3;
+  a.block_backward_s = 2e-3;
+  a.head_forward_s = 3e-3;
+  MeasuredPart b = a;
+  b.block_forward_s = 1.5e-3;
+  const nlohmann::json j =
+      nlohmann::json::parse(ProfileJson(GptConfig(), cluster, {{a}, {b}}, /*base=*/3.0));
+  ASSERT_EQ(j["entries"].size(), 6u);
+  EXPECT_DOUBLE_EQ(j["entries"][0]["forward_ms"].get<double>(), 3.0);  // 1 ms x 1 x 3
+  EXPECT_DOUBLE_EQ(j["entries"][0]["backward_ms"].get<double>(), 6.0);
+  EXPECT_EQ(j["entries"][2]["part"], "head");
+  EXPECT_DOUBLE_EQ(j["entries"][2]["forward_ms"].get<double>(), 9.0);
+  EXPECT_EQ(j["entries"][3]["device_type"], "slow");
+  EXPECT_DOUBLE_EQ(j["entries"][3]["forward_ms"].get<double>(), 9.0);  // 1.5 ms x 2 x 3
+}
+
+TEST(LayerProfiler, ProfiledHeadAndEmbeddingReplaceTheEstimate) {
+  const LayerProfile profile = ParseProfile(R"({"entries": [
+    {"device_type": "fast", "tp": 1, "micro_batch": 2, "forward_ms": 1, "backward_ms": 2},
+    {"device_type": "fast", "tp": 1, "micro_batch": 2, "part": "head", "forward_ms": 3,
+     "backward_ms": 4},
+    {"device_type": "fast", "tp": 1, "micro_batch": 2, "part": "embedding", "forward_ms": 5,
+     "backward_ms": 6, "activation_bytes": 100}]})",
+                                            "p.json");
+  const ClusterSpec cluster = LoadClusterSpec(kCluster);
+  const ModelSpec model = ParseModelSpec(PlannerModelSpecJson(GptConfig(), 8), "m.json");
+  const CostModel cost(model, cluster, &profile);
+  EXPECT_DOUBLE_EQ(cost.Layer(0, 1, 2).forward_s, 1e-3);
+  EXPECT_DOUBLE_EQ(cost.Head(0, 1, 2).backward_s, 4e-3);
+  EXPECT_DOUBLE_EQ(cost.Embedding(0, 1, 4).forward_s, 10e-3);  // scaled with the micro-batch
+  EXPECT_GT(cost.Head(1, 1, 2).forward_s, 0.0);                // "slow": the estimate
+  try {
+    ParseProfile(R"({"entries": [{"device_type": "fast", "tp": 1, "micro_batch": 2,
+      "part": "tail", "forward_ms": 1, "backward_ms": 2}]})",
+                 "p.json");
+    FAIL() << "accepted an unknown part";
+  } catch (const SpecError& e) {
+    EXPECT_STREQ(e.what(),
+                 "profile p.json entries[0]: 'part' must be \"layer\", \"embedding\" or \"head\", "
+                 "not \"tail\"");
+  }
+}
+
+TEST(LayerProfiler, OptionsThatDoNotFitAreRefused) {
+  const std::string train = MIXCCL_TRAIN_BINARY;
+  auto first_line = [](const Cmd& r) { return r.err.substr(0, r.err.find('\n')); };
+  Cmd r = Shell(train + " --profile-out p.json");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(first_line(r),
+            "mixccl-train: --profile-out measures the device types of --cluster CLUSTER.json in "
+            "one process: give --cluster, not --plan");
+  r = Shell(train + " --model-spec-out m.json");
+  EXPECT_EQ(first_line(r),
+            "mixccl-train: --model-spec-out is written by the profiling mode: give --profile-out "
+            "too");
+  r = Shell(train + " --profile-out p.json --cluster " + kCluster + " --profile-micro-batches 1,x");
+  EXPECT_EQ(first_line(r), "mixccl-train: --profile-micro-batches wants an integer >= 1, got 'x'");
+}
+
+}  // namespace
+}  // namespace mixccl::train
