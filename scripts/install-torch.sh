@@ -5,13 +5,19 @@
 # cuBLAS, cuDNN, ... in /usr/local/cuda), so torch goes in without its dependencies plus the
 # four CUDA libraries the toolkit lacks or has too old (NCCL 2.28 < the 2.30 torch links
 # against; cuSPARSELt, NVSHMEM, cuFile), about 1 GB in all. Where torch still does not import
-# (no toolkit), the full `pip install torch` follows. Does nothing when torch already imports.
+# (no toolkit), the full `pip install torch` follows. The tests under tests/torch also need
+# expecttest (torch.testing._internal imports it; torch does not depend on it). Does nothing
+# when both already import.
 set -euo pipefail
 TORCH_VERSION="${MIXCCL_TORCH_VERSION:-2.15.0}"
 PY="${PYTHON:-python3}"
 
-if "$PY" -c "import torch" >/dev/null 2>&1; then exit 0; fi
 pip_install() { "$PY" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore "$@"; }
+if ! "$PY" -c "import expecttest" >/dev/null 2>&1; then
+  echo "install-torch: expecttest (torch's test helpers import it)"
+  pip_install expecttest
+fi
+if "$PY" -c "import torch" >/dev/null 2>&1; then exit 0; fi
 
 echo "install-torch: torch $TORCH_VERSION without its CUDA wheels (the toolkit's libraries serve)"
 pip_install --no-deps "torch==$TORCH_VERSION" "nvidia-nccl-cu13==2.30.7" \
