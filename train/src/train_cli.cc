@@ -14,7 +14,7 @@ const char kTrainUsage[] =
     "                    [--plan PLAN.json] [--checkpoint PATH [--checkpoint-every K]]\n"
     "                    [--resume PATH] [--report REPORT.json] [--quiet]\n"
     "                    [--cluster CLUSTER.json [--device-type NAME] [--slowdown-base B]]\n"
-    "                    [--zero1]\n"
+    "                    [--zero1] [--debug-state DIR]\n"
     "       mixccl-train --profile-out PROFILE.json --cluster CLUSTER.json\n"
     "                    [--model-spec-out MODEL.json] [--profile-micro-batches 1,2,4,8]\n"
     "                    [model options] [--global-batch G]\n"
@@ -98,6 +98,8 @@ TrainCli ParseTrainCli(int argc, char** argv) {
       c.resume = value();
     } else if (a == "--report") {
       c.report = value();
+    } else if (a == "--debug-state") {
+      c.debug_state = value();
     } else if (a == "--cluster") {
       c.cluster = value();
     } else if (a == "--device-type") {
@@ -159,6 +161,10 @@ TrainCli ParseTrainCli(int argc, char** argv) {
   if (!c.cluster.empty() && c.plan.empty() && c.device_type.empty() && c.profile_out.empty()) {
     throw std::invalid_argument("--cluster emulates device speeds: a single process needs "
                                 "--device-type NAME");
+  }
+  if (!c.debug_state.empty() && (!c.plan.empty() || !c.profile_out.empty())) {
+    throw std::invalid_argument("--debug-state records a single process's training run: leave "
+                                "out --plan and --profile-out");
   }
   if (c.checkpoint_every > 0 && c.checkpoint.empty()) {
     throw std::invalid_argument("--checkpoint-every needs --checkpoint PATH");

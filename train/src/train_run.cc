@@ -2,8 +2,10 @@
 
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <stdexcept>
 
+#include "mixccl/train/debug_state.h"
 #include "mixccl/train/train_report.h"
 
 namespace mixccl::train {
@@ -40,10 +42,16 @@ std::vector<RankStepTimes> GatherStepTimes(const StepRecord& r, Collectives* com
 
 int RunTraining(const TrainCli& cli, Trainer& trainer, Collectives* comm, int rank, int num_ranks) {
   if (!cli.resume.empty()) trainer.Resume(RankPath(cli.resume, rank, num_ranks));
+  std::unique_ptr<DebugStateRecorder> debug;
+  if (!cli.debug_state.empty()) {
+    debug = std::make_unique<DebugStateRecorder>(cli.debug_state, trainer);
+  }
   std::vector<StepRecord> steps;
   double compute = 0.0, comm_time = 0.0, total = 0.0;
   while (static_cast<int>(trainer.position().step) < cli.steps) {
+    if (debug) debug->BeforeStep();
     StepRecord r = trainer.Step();
+    if (debug) debug->AfterStep(r);
     r.ranks = GatherStepTimes(r, comm, rank, num_ranks);
     steps.push_back(r);
     compute += r.compute_s;
@@ -58,6 +66,7 @@ int RunTraining(const TrainCli& cli, Trainer& trainer, Collectives* comm, int ra
     }
   }
   if (!cli.checkpoint.empty()) trainer.Save(RankPath(cli.checkpoint, rank, num_ranks));
+  if (debug) debug->Finish();
 
   // Every rank's summary reaches rank 0 through one sum: each rank fills only its own row.
   constexpr int kFields = 13;

@@ -89,4 +89,45 @@ TEST(TrainCli, BadInputIsRefusedWithAMessage) {
             "mixccl-train: global batch 6 is not a multiple of the 4 micro-batches per step\n");
 }
 
+// The first 10 + header bytes of an .npy file: its header dictionary.
+std::string NpyHeader(const std::string& path) {
+  const std::string bytes = Slurp(path);
+  if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) return "not an .npy file";
+  const size_t length = static_cast<unsigned char>(bytes[8]) |
+                        static_cast<size_t>(static_cast<unsigned char>(bytes[9])) << 8;
+  return bytes.substr(10, length);
+}
+
+TEST(TrainCli, DebugStateRecordsTheRunForTheCrossCheck) {
+  const std::string dir = Temp("debug_state");
+  const std::string report = Temp("debug_state_report.json");
+  TrainRun r = Train("--quiet --steps 3" + kSmall + " --debug-state " + dir + " --report " +
+                     report);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json rep = nlohmann::json::parse(Slurp(report));
+  const nlohmann::json meta = nlohmann::json::parse(Slurp(dir + "/meta.json"));
+  EXPECT_EQ(meta["schema"], "mixccl-train-debug-state");
+  EXPECT_EQ(meta["loss"].get<std::vector<double>>(), Losses(rep));
+  EXPECT_EQ(meta["adamw"]["learning_rate"].get<double>(), static_cast<double>(3e-3f));
+  EXPECT_EQ(meta["logits_first_sequence"], 2);  // the last of 2 micro-batches of 2
+  const std::string n = std::to_string(rep["model"]["parameters"].get<long long>());
+  // Header dictionaries padded so that the data start at a multiple of 64 bytes.
+  const std::string grads = NpyHeader(dir + "/grads.npy");
+  EXPECT_EQ(grads.substr(0, grads.find('}') + 1),
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (" + n + ",), }");
+  EXPECT_EQ((10 + grads.size()) % 64, 0u);
+  EXPECT_EQ(grads.back(), '\n');
+  const std::string tokens = NpyHeader(dir + "/tokens.npy");
+  EXPECT_EQ(tokens.substr(0, tokens.find('}') + 1),
+            "{'descr': '<i4', 'fortran_order': False, 'shape': (3, 4, 32), }");
+  EXPECT_EQ(Slurp(dir + "/grads.npy").size(), 10 + grads.size() + 4 * std::stoull(n));
+  EXPECT_EQ(Slurp(dir + "/start.ckpt").size(), 96 + 12 * std::stoull(n));
+
+  r = Train("--steps 3 --debug-state " + dir + " --plan plan.json");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err.substr(0, r.err.find('\n')),
+            "mixccl-train: --debug-state records a single process's training run: leave out "
+            "--plan and --profile-out");
+}
+
 }  // namespace

@@ -154,6 +154,8 @@ class GptStage {
   std::vector<float>& grads() { return grads_; }
   const std::vector<float>& params() const { return params_; }
   const std::vector<ParamTensor>& tensors() const { return tensors_; }
+  // Head stage: the logits (B,T,V) of the last micro-batch's Forward.
+  const std::vector<float>& logits() const { return logits_; }
   const ParamTensor* FindTensor(const std::string& name) const;
   void ZeroGrads();
 

@@ -20,6 +20,7 @@ struct TrainCli {
   int checkpoint_every = 0;  // 0: only at the end (when --checkpoint is given)
   std::string resume;
   std::string report;
+  std::string debug_state;  // directory for what torch_crosscheck.py checks (debug_state.h)
   std::string cluster;      // cluster spec whose device speeds are emulated (speed_emulation.h)
   std::string device_type;  // a single process's device type in --cluster
   // Multiplies every type's emulated slowdown: with B > 1 even the fastest type computes at

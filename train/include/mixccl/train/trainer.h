@@ -80,14 +80,14 @@ class Trainer {
   const RankRole& role() const { return role_; }
   const TrainOptions& options() const { return options_; }
   const TokenData& data() const { return data_; }
+  // Reads this replica's sequences of micro-batch slot `slot` of the next step (Step reads
+  // them so; --debug-state records them).
+  void ReadMicroBatch(int slot, std::vector<int>& tokens, std::vector<int>& targets);
 
  private:
   // ZeRO-1: the squared norm of the gradient parts this rank owns (its shards; replicated
   // tensor-parallel tensors on the first tp rank only).
   double OwnedSumOfSquares(const float* grads) const;
-  // Reads this replica's sequences of micro-batch slot `slot` of the current step.
-  void ReadMicroBatch(int slot, std::vector<int>& tokens, std::vector<int>& targets);
-
   TrainOptions options_;
   RankRole role_;
   TokenData data_;
