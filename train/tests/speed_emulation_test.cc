@@ -32,6 +32,16 @@ TEST(SpeedEmulation, SlowdownIsTheFastestTypesSpeedOverThisOnes) {
   }
 }
 
+TEST(SpeedEmulation, ThreeSpeedsGiveTheirRatios) {
+  // examples/emulated/cpu-three-speeds.json (accel_ratio.sh's three-type case): 3:2:1.
+  const ClusterSpec c =
+      LoadClusterSpec(std::string(MIXCCL_TRAIN_EXAMPLES) + "/emulated/cpu-three-speeds.json");
+  ASSERT_EQ(c.device_types.size(), 3u);
+  EXPECT_DOUBLE_EQ(EmulatedSlowdown(c, "fast", "c.json", "x"), 1.0);
+  EXPECT_DOUBLE_EQ(EmulatedSlowdown(c, "medium", "c.json", "x"), 1.5);
+  EXPECT_DOUBLE_EQ(EmulatedSlowdown(c, "slow", "c.json", "x"), 3.0);
+}
+
 TEST(SpeedEmulation, IdlesForTheDifferenceToItsCpuTime) {
   // 4 ms of CPU at a third of the speed: 12 ms in all, of which 1 ms went by already.
   SlowdownIdler idler(3.0);
