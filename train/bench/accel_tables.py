@@ -32,7 +32,14 @@ for name in names:
     predictions = [json.load(open(f"{out}/predict-{run}-{r}.json"))["step_time_s"] for r in rounds]
     measured = statistics.median(times)
     predicted = statistics.median(predictions)
-    rows[name] = dict(
+    # How far the slowest-emulating rank fell behind its emulated device (ms per step): the
+    # machine did not give it its share of the CPU (docs/training.md, "Emulated device speeds").
+    behind = []
+    for r in rounds:
+        rep = json.load(open(f"{out}/report-{run}-{r}.json"))
+        behind.append(max(x.get("emulation_behind_s", float("nan")) for x in rep["ranks"])
+                      / len(rep["steps"]))
+    rows[name] = dict(behind=statistics.median(behind),
         plan=plan, measured=measured, predicted=predicted, spread=(min(times), max(times)),
         tps=plan["global_batch_size"] * plan["seq_length"] / measured,
         err=predicted / measured - 1,
@@ -45,15 +52,15 @@ def label(name):
 
 
 print("| plan | micro-batches | stages | predicted step ms | measured step ms (median; min-max) "
-      "| error | error per round (median) | tokens/s |")
-print("|---|---|---|---|---|---|---|---|")
+      "| error | error per round (median) | tokens/s | emulation behind, ms/step |")
+print("|---|---|---|---|---|---|---|---|---|")
 for name in names:
     r = rows[name]
     if same[name] != name:
         continue
     print(f"| {name} | {r['plan']['micro_batches']} | {shape(r['plan'])} | {r['predicted']*1e3:.1f} | "
           f"{r['measured']*1e3:.1f} ({r['spread'][0]*1e3:.1f}-{r['spread'][1]*1e3:.1f}) | "
-          f"{r['err']*100:+.1f}% | {r['round_err']*100:+.1f}% | {r['tps']:.0f} |")
+          f"{r['err']*100:+.1f}% | {r['round_err']*100:+.1f}% | {r['tps']:.0f} | {r['behind']*1e3:.1f} |")
 
 alone = [n for n in names if n.startswith("alone-")]
 total = sum(rows[n]["tps"] for n in alone)

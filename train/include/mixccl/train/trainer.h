@@ -80,6 +80,8 @@ class Trainer {
   const RankRole& role() const { return role_; }
   const TrainOptions& options() const { return options_; }
   const TokenData& data() const { return data_; }
+  // The emulation's shortfall so far (SlowdownIdler::behind_s).
+  double emulation_behind_s() const { return idler_.behind_s(); }
 
  private:
   // ZeRO-1: the squared norm of the gradient parts this rank owns (its shards; replicated
