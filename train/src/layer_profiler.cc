@@ -94,6 +94,50 @@ std::vector<MeasuredPart> MeasureParts(const GptConfig& model, const ProfilerOpt
   return out;
 }
 
+namespace {
+
+// Least squares of y/x = b + a/x over the points; writes a + b x back. See the header.
+void FitSeries(const std::vector<double>& x, std::vector<double*> y) {
+  const size_t n = x.size();
+  double su = 0.0, sv = 0.0, suu = 0.0, suv = 0.0;
+  for (size_t i = 0; i < n; ++i) {
+    const double u = 1.0 / x[i], v = *y[i] / x[i];
+    su += u;
+    sv += v;
+    suu += u * u;
+    suv += u * v;
+  }
+  const double det = n * suu - su * su;
+  double a = det > 0.0 ? (n * suv - su * sv) / det : 0.0;
+  double b = det > 0.0 ? (sv - a * su) / n : sv / n;
+  bool positive = true;
+  for (size_t i = 0; i < n; ++i) positive = positive && a + b * x[i] > 0.0;
+  if (!positive) {
+    a = 0.0;
+    b = sv / n;
+  }
+  for (size_t i = 0; i < n; ++i) *y[i] = a + b * x[i];
+}
+
+}  // namespace
+
+void FitOverMicroBatches(std::vector<MeasuredPart>* parts) {
+  std::vector<double> x;
+  for (const MeasuredPart& p : *parts) {
+    if (std::find(x.begin(), x.end(), static_cast<double>(p.micro_batch)) != x.end()) return;
+    x.push_back(p.micro_batch);
+  }
+  if (x.size() < 2) return;
+  double MeasuredPart::*fields[] = {&MeasuredPart::block_forward_s,     &MeasuredPart::block_backward_s,
+                                    &MeasuredPart::embedding_forward_s, &MeasuredPart::embedding_backward_s,
+                                    &MeasuredPart::head_forward_s,      &MeasuredPart::head_backward_s};
+  for (double MeasuredPart::*f : fields) {
+    std::vector<double*> y;
+    for (MeasuredPart& p : *parts) y.push_back(&(p.*f));
+    FitSeries(x, y);
+  }
+}
+
 std::string PlannerModelName(const GptConfig& m) {
   return "mixccl-gpt-L" + std::to_string(m.num_layers) + "-C" + std::to_string(m.channels) + "-H" +
          std::to_string(m.num_heads) + "-T" + std::to_string(m.seq_len) + "-V" +

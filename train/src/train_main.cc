@@ -58,6 +58,18 @@ void WriteFile(const std::string& path, const std::string& text) {
   if (!out) throw std::runtime_error(path + ": cannot write");
 }
 
+void PrintParts(const std::string& type, const std::vector<MeasuredPart>& parts, double k,
+                const char* what) {
+  for (const MeasuredPart& p : parts) {
+    std::printf(
+        "%s micro-batch %2d  block %.3f/%.3f ms  embedding %.3f/%.3f ms  head "
+        "%.3f/%.3f ms  (forward/backward before the slowdown %.2f, %s)\n",
+        type.c_str(), p.micro_batch, p.block_forward_s * 1e3, p.block_backward_s * 1e3,
+        p.embedding_forward_s * 1e3, p.embedding_backward_s * 1e3, p.head_forward_s * 1e3,
+        p.head_backward_s * 1e3, k, what);
+  }
+}
+
 // Profiling mode: one process measures the parts of the model and writes the planner's inputs.
 int RunProfiling(const TrainCli& cli) {
   const ClusterSpec cluster = LoadClusterSpec(cli.cluster);
@@ -67,15 +79,10 @@ int RunProfiling(const TrainCli& cli) {
   for (const DeviceType& d : cluster.device_types) {
     const double k = cli.slowdown_base * EmulatedSlowdown(cluster, d.name, cli.cluster, "");
     parts.push_back(MeasureParts(cli.options.model, options, k));
-    if (cli.quiet) continue;
-    for (const MeasuredPart& p : parts.back()) {
-      std::printf(
-          "%s micro-batch %2d  block %.3f/%.3f ms  embedding %.3f/%.3f ms  head "
-          "%.3f/%.3f ms  (forward/backward before the slowdown %.2f)\n",
-          d.name.c_str(), p.micro_batch, p.block_forward_s * 1e3, p.block_backward_s * 1e3,
-          p.embedding_forward_s * 1e3, p.embedding_backward_s * 1e3, p.head_forward_s * 1e3,
-          p.head_backward_s * 1e3, k);
-    }
+    if (!cli.quiet) PrintParts(d.name, parts.back(), k, "measured");
+    // The profile holds the affine fit over the sizes (layer_profiler.h).
+    FitOverMicroBatches(&parts.back());
+    if (!cli.quiet) PrintParts(d.name, parts.back(), k, "fitted");
   }
   WriteFile(cli.profile_out, ProfileJson(cli.options.model, cluster, parts, cli.slowdown_base));
   if (!cli.model_spec_out.empty()) {

@@ -117,7 +117,8 @@ std::string ReportJson(const TrainCli& cli, const std::string& data_origin, int 
                          {"comm_s", r.comm_s},
                          {"idle_s", r.idle_s},
                          {"peak_rss_bytes", r.peak_rss_bytes},
-                         {"optimizer_state_bytes", r.optimizer_state_bytes}});
+                         {"optimizer_state_bytes", r.optimizer_state_bytes},
+                         {"emulation_behind_s", r.emulation_behind_s}});
   }
   j["ranks"] = rank_list;
   return j.dump(2) + "\n";

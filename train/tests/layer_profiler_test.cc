@@ -69,6 +69,53 @@ TEST(LayerProfiler, ThePlannerPlansFromTheWrittenProfile) {
   std::remove(model.c_str());
 }
 
+MeasuredPart Part(int mb, double block_f, double head_b) {
+  MeasuredPart p;
+  p.micro_batch = mb;
+  p.block_forward_s = block_f;
+  p.block_backward_s = 2.0 * block_f;
+  p.embedding_forward_s = p.embedding_backward_s = 1e-4 * mb;
+  p.head_forward_s = 0.5 * head_b;
+  p.head_backward_s = head_b;
+  return p;
+}
+
+TEST(LayerProfiler, FitOverMicroBatchesKeepsAnAffineCostAndEvensOutNoise) {
+  // Exactly affine times (0.5 ms + 1 ms per sequence) come back unchanged.
+  std::vector<MeasuredPart> exact;
+  for (int mb : {1, 2, 4, 8}) exact.push_back(Part(mb, 0.0005 + 0.001 * mb, 0.002 * mb));
+  FitOverMicroBatches(&exact);
+  for (const MeasuredPart& p : exact) {
+    EXPECT_NEAR(p.block_forward_s, 0.0005 + 0.001 * p.micro_batch, 1e-12) << p.micro_batch;
+    EXPECT_NEAR(p.block_backward_s, 2.0 * (0.0005 + 0.001 * p.micro_batch), 1e-12);
+    EXPECT_NEAR(p.head_backward_s, 0.002 * p.micro_batch, 1e-12);
+    EXPECT_NEAR(p.embedding_forward_s, 1e-4 * p.micro_batch, 1e-12);
+  }
+  // One size timed at a busy moment (+25% at 6): after the fit no size's per-sequence time
+  // is off by more than a few percent, where the raw point made 6 look 25% dearer than 4.
+  std::vector<MeasuredPart> noisy;
+  for (int mb : {1, 2, 3, 4, 6, 8, 12, 24}) {
+    const double t = 0.001 * mb * (mb == 6 ? 1.25 : 1.0);
+    noisy.push_back(Part(mb, t, t));
+  }
+  FitOverMicroBatches(&noisy);
+  for (const MeasuredPart& p : noisy) {
+    EXPECT_NEAR(p.block_forward_s / p.micro_batch, 0.001, 0.001 * 0.05) << p.micro_batch;
+  }
+  // A single size is left as measured.
+  std::vector<MeasuredPart> one = {Part(4, 0.007, 0.003)};
+  FitOverMicroBatches(&one);
+  EXPECT_EQ(one[0].block_forward_s, 0.007);
+  // A fit that would go negative at the smallest size keeps the mean per-sequence time.
+  std::vector<MeasuredPart> steep = {Part(1, 1e-6, 0.001), Part(2, 2e-6, 0.002),
+                                     Part(4, 0.008, 0.004)};
+  FitOverMicroBatches(&steep);
+  const double mean = (1e-6 + 1e-6 + 0.002) / 3.0;
+  for (const MeasuredPart& p : steep) {
+    EXPECT_NEAR(p.block_forward_s, mean * p.micro_batch, 1e-12) << p.micro_batch;
+  }
+}
+
 TEST(LayerProfiler, EachTypesTimesAreItsMeasurementTimesItsSlowdown) {
   const ClusterSpec cluster = LoadClusterSpec(kCluster);  // fast 1, slow 2
   MeasuredPart a;

@@ -32,6 +32,16 @@ TEST(SpeedEmulation, SlowdownIsTheFastestTypesSpeedOverThisOnes) {
   }
 }
 
+TEST(SpeedEmulation, ThreeSpeedsGiveTheirRatios) {
+  // examples/emulated/cpu-three-speeds.json (accel_ratio.sh's three-type case): 3:2:1.
+  const ClusterSpec c =
+      LoadClusterSpec(std::string(MIXCCL_TRAIN_EXAMPLES) + "/emulated/cpu-three-speeds.json");
+  ASSERT_EQ(c.device_types.size(), 3u);
+  EXPECT_DOUBLE_EQ(EmulatedSlowdown(c, "fast", "c.json", "x"), 1.0);
+  EXPECT_DOUBLE_EQ(EmulatedSlowdown(c, "medium", "c.json", "x"), 1.5);
+  EXPECT_DOUBLE_EQ(EmulatedSlowdown(c, "slow", "c.json", "x"), 3.0);
+}
+
 TEST(SpeedEmulation, IdlesForTheDifferenceToItsCpuTime) {
   // 4 ms of CPU at a third of the speed: 12 ms in all, of which 1 ms went by already.
   SlowdownIdler idler(3.0);
@@ -54,7 +64,9 @@ TEST(SpeedEmulation, AnIdlerPaysBackOvershootAndOverrun) {
   // overrun by 8 ms, which the next idles (2 ms each) pay back: four get nothing.
   SlowdownIdler late(3.0);
   EXPECT_EQ(late.Idle(0.001, 0.011), 0.0);
+  EXPECT_NEAR(late.behind_s(), 0.008, 1e-12);  // the report's emulation_behind_s
   for (int i = 0; i < 4; ++i) EXPECT_EQ(late.Idle(0.001, 0.001), 0.0) << i;
+  EXPECT_NEAR(late.behind_s(), 0.0, 1e-12);  // paid back
   EXPECT_GT(late.Idle(0.001, 0.001), 0.0);
 }
 
@@ -110,6 +122,11 @@ TEST(SpeedEmulation, SlowDeviceTypeStretchesTheComputeInTheReport) {
   // effect itself is measured by train/bench/accel_ratio.sh.
   EXPECT_GE(emulated, 0.0);
   EXPECT_LT(emulated, compute - emulated + 0.010);
+  // What the machine's load kept the device from emulating is reported, and is part of the
+  // compute time.
+  const double behind = j["ranks"][0]["emulation_behind_s"].get<double>();
+  EXPECT_GE(behind, 0.0);
+  EXPECT_LT(behind, compute);
 }
 
 TEST(SpeedEmulation, OptionsThatDoNotFitAreRefused) {

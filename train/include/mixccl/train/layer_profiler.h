@@ -33,6 +33,16 @@ struct MeasuredPart {
 std::vector<MeasuredPart> MeasureParts(const GptConfig& model, const ProfilerOptions& options,
                                        double slowdown = 1.0);
 
+// Replaces each part's times by the affine fit time = a + b x micro_batch over the measured
+// sizes (least squares on the per-sequence time b + a / micro_batch). The model's compute is
+// affine in the micro-batch (a fixed part, and every sequence costing the same); the sizes are
+// measured one after another on a machine whose speed drifts, and each point's own noise (on
+// the shared build machine +-10-20% between neighbouring sizes) would otherwise make the
+// planner choose micro-batch sizes by which of them happened to be timed at a quiet moment.
+// Fewer than two sizes: unchanged. A fit that is not positive at every size keeps the mean
+// per-sequence time instead (a = 0).
+void FitOverMicroBatches(std::vector<MeasuredPart>* parts);
+
 // The planner's name for the trainer's model: "mixccl-gpt-L3-C32-H4-T32-V256".
 std::string PlannerModelName(const GptConfig& model);
 

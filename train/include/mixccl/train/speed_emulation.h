@@ -35,6 +35,11 @@ class SlowdownIdler {
  public:
   explicit SlowdownIdler(double slowdown) : slowdown_(slowdown) {}
   double Idle(double cpu_s, double wall_s);
+  // How far the device is behind its emulated timeline: overrun not paid back yet. At the end
+  // of a run, the time it computed beyond `slowdown` x its CPU time; above zero when the
+  // machine could not give it its share of the CPU (wall time beyond slowdown x CPU time), so
+  // that the emulated device was slower than its type.
+  double behind_s() const { return overrun_s_; }
 
  private:
   double slowdown_;

@@ -19,6 +19,7 @@ struct RankSummary {
   double idle_s = 0.0;  // step time not spent computing or communicating
   double peak_rss_bytes = 0.0;
   double optimizer_state_bytes = 0.0;  // AdamW moments this rank holds (ZeRO-1: its shards)
+  double emulation_behind_s = 0.0;     // compute beyond the emulated device's (speed_emulation.h)
 };
 
 // "step    3/20  loss 5.123456  step 12.3 ms  41600 tok/s  |g| 1.234  compute 10.1 ms  comm 0.2 ms"

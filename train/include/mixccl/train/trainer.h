@@ -83,6 +83,8 @@ class Trainer {
   // Reads this replica's sequences of micro-batch slot `slot` of the next step (Step reads
   // them so; --debug-state records them).
   void ReadMicroBatch(int slot, std::vector<int>& tokens, std::vector<int>& targets);
+  // The emulation's shortfall so far (SlowdownIdler::behind_s).
+  double emulation_behind_s() const { return idler_.behind_s(); }
 
  private:
   // ZeRO-1: the squared norm of the gradient parts this rank owns (its shards; replicated

@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""The tables of train/bench/accel_ratio.sh from its output folder.
+
+  accel_tables.py OUT REPS
+
+Prints (1) every plan's prediction against its measurement, (2) R for the planner's first
+choice and for the uniform plan, (3) the search accuracy E over the planner's candidates, and
+the load averages seen during the rounds.
+"""
+import json
+import statistics
+import sys
+
+out, reps = sys.argv[1], int(sys.argv[2])
+info = json.load(open(f"{out}/plans.json"))
+names, same = info["names"], info["same"]
+rounds = range(1, reps + 1)
+
+
+def shape(plan):
+    return "; ".join(
+        f"g{s['group']}s{s['stage']} {s.get('device_type', '')} L{s['layers']} mb{s['micro_batch']}"
+        + (f" rc{s['recompute']}" if s.get("recompute") else "") for s in plan["stages"])
+
+
+rows = {}
+for name in names:
+    run = same[name]  # a plan identical to one listed before it ran once, under that name
+    plan = json.load(open(f"{out}/plan-{name}.json"))
+    times = [json.load(open(f"{out}/report-{run}-{r}.json"))["summary"]["mean_step_time_s"]
+             for r in rounds]
+    predictions = [json.load(open(f"{out}/predict-{run}-{r}.json"))["step_time_s"] for r in rounds]
+    measured = statistics.median(times)
+    predicted = statistics.median(predictions)
+    # How far the slowest-emulating rank fell behind its emulated device (ms per step): the
+    # machine did not give it its share of the CPU (docs/training.md, "Emulated device speeds").
+    behind = []
+    for r in rounds:
+        rep = json.load(open(f"{out}/report-{run}-{r}.json"))
+        behind.append(max(x.get("emulation_behind_s", float("nan")) for x in rep["ranks"])
+                      / len(rep["steps"]))
+    rows[name] = dict(behind=statistics.median(behind),
+        plan=plan, measured=measured, predicted=predicted, spread=(min(times), max(times)),
+        tps=plan["global_batch_size"] * plan["seq_length"] / measured,
+        err=predicted / measured - 1,
+        round_err=statistics.median(p / t - 1 for p, t in zip(predictions, times)),
+        planner=plan.get("predicted", {}).get("step_time_s"), run=run)
+
+
+def label(name):
+    return name if same[name] == name else f"{name} (= {same[name]})"
+
+
+print("| plan | micro-batches | stages | predicted step ms | measured step ms (median; min-max) "
+      "| error | error per round (median) | tokens/s | emulation behind, ms/step |")
+print("|---|---|---|---|---|---|---|---|---|")
+for name in names:
+    r = rows[name]
+    if same[name] != name:
+        continue
+    print(f"| {name} | {r['plan']['micro_batches']} | {shape(r['plan'])} | {r['predicted']*1e3:.1f} | "
+          f"{r['measured']*1e3:.1f} ({r['spread'][0]*1e3:.1f}-{r['spread'][1]*1e3:.1f}) | "
+          f"{r['err']*100:+.1f}% | {r['round_err']*100:+.1f}% | {r['tps']:.0f} | {r['behind']*1e3:.1f} |")
+
+alone = [n for n in names if n.startswith("alone-")]
+total = sum(rows[n]["tps"] for n in alone)
+parts = " + ".join(f"{rows[n]['tps']:.0f}" for n in alone)
+print()
+print(f"R (planned, cand1) = {rows['cand1']['tps']:.0f} / ({parts}) = {rows['cand1']['tps']/total:.3f}")
+print(f"R (uniform)        = {rows['uniform']['tps']:.0f} / {total:.0f} = {rows['uniform']['tps']/total:.3f}")
+pred_total = sum(rows[n]["plan"]["global_batch_size"] * rows[n]["plan"]["seq_length"] / rows[n]["predicted"]
+                 for n in alone)
+c1 = rows["cand1"]
+print(f"R predicted (same rounds' predictions) = "
+      f"{c1['plan']['global_batch_size'] * c1['plan']['seq_length'] / c1['predicted'] / pred_total:.3f}")
+
+cands = [n for n in names if n.startswith("cand")]
+print()
+print("| candidate | layout | micro-batches | planner's step ms | predicted step ms (rounds) "
+      "| measured step ms (median; min-max) | error |")
+print("|---|---|---|---|---|---|---|")
+for n in cands:
+    r = rows[n]
+    print(f"| {label(n)} | {r['plan'].get('layout', '')} | {r['plan']['micro_batches']} | "
+          f"{r['planner']*1e3:.1f} | {r['predicted']*1e3:.1f} | "
+          f"{r['measured']*1e3:.1f} ({r['spread'][0]*1e3:.1f}-{r['spread'][1]*1e3:.1f}) | "
+          f"{r['err']*100:+.1f}% |")
+t_auto = rows["cand1"]["measured"]
+best = min(cands, key=lambda n: rows[n]["measured"])
+t_best = rows[best]["measured"]
+print()
+print(f"E = 1 - |T_auto - T_best| / T_best = 1 - |{t_auto*1e3:.1f} - {t_best*1e3:.1f}| / "
+      f"{t_best*1e3:.1f} = {1 - abs(t_auto - t_best) / t_best:.3f}  (best measured: {best})")
+# E per round: the same over each round's own measurements.
+per_round = []
+for r in rounds:
+    t = {n: json.load(open(f"{out}/report-{same[n]}-{r}.json"))["summary"]["mean_step_time_s"]
+         for n in cands}
+    tb = min(t.values())
+    per_round.append(1 - abs(t["cand1"] - tb) / tb)
+print("E per round: " + ", ".join(f"{e:.3f}" for e in per_round))
+
+errs = [rows[n]["err"] for n in names if same[n] == n]
+print()
+print(f"prediction errors over the {len(errs)} distinct plans: "
+      f"{min(errs)*100:+.1f}% .. {max(errs)*100:+.1f}%, largest |error| {max(abs(e) for e in errs)*100:.1f}%")
+loads = [line.split() for line in open(f"{out}/load.txt")]
+one_min = [float(l[-3]) for l in loads]
+print(f"load average (1 min) at the rounds' starts and the end: "
+      f"{min(one_min):.2f}-{max(one_min):.2f} ({', '.join(f'{x:.2f}' for x in one_min)})")
