@@ -6,8 +6,10 @@
 # four CUDA libraries the toolkit lacks or has too old (NCCL 2.28 < the 2.30 torch links
 # against; cuSPARSELt, NVSHMEM, cuFile), about 1 GB in all. Where torch still does not import
 # (no toolkit), the full `pip install torch` follows. The tests under tests/torch also need
-# expecttest (torch.testing._internal imports it; torch does not depend on it). Does nothing
-# when both already import.
+# expecttest (torch.testing._internal imports it; torch does not depend on it), and
+# `pip install --no-build-isolation .` (pyproject.toml, test torch_pip_install) needs the build
+# backend scikit-build-core in this python, as no isolated build environment brings it. Does
+# nothing when all three already import.
 set -euo pipefail
 TORCH_VERSION="${MIXCCL_TORCH_VERSION:-2.15.0}"
 PY="${PYTHON:-python3}"
@@ -16,6 +18,10 @@ pip_install() { "$PY" -m pip install --quiet --disable-pip-version-check --root-
 if ! "$PY" -c "import expecttest" >/dev/null 2>&1; then
   echo "install-torch: expecttest (torch's test helpers import it)"
   pip_install expecttest
+fi
+if ! "$PY" -c "import scikit_build_core" >/dev/null 2>&1; then
+  echo "install-torch: scikit-build-core (the build backend of pyproject.toml)"
+  pip_install "scikit-build-core>=0.10"
 fi
 if "$PY" -c "import torch" >/dev/null 2>&1; then exit 0; fi
 

@@ -155,7 +155,8 @@ std::vector<std::string> adaptorSearchPath() {
     size_t slash = self.rfind('/');
     if (slash != std::string::npos) dirs.push_back(slash == 0 ? "/" : self.substr(0, slash));
   }
-  dirs.push_back(MIXCCL_INSTALL_LIBDIR);
+  // Empty in the pip-installed package, whose libdir at build time was a temporary folder.
+  if (MIXCCL_INSTALL_LIBDIR[0] != '\0') dirs.push_back(MIXCCL_INSTALL_LIBDIR);
   return dirs;
 }
 

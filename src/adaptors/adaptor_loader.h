@@ -21,8 +21,9 @@ struct Adaptor {
 
 // Loads the adaptor called name ("host" is built in; any other is libmixccl-adaptor-<name>.so
 // searched in MIXCCL_PLUGIN_PATH's folders, then the folder of libmixccl.so, then the install
-// libdir, exporting a version 2 table or, from older plugins, a version 1 table). Thread-safe;
-// the result (success or failure) is cached, so init() runs once.
+// libdir (none in the pip-installed package: MIXCCL_PLUGIN_INSTALL_DIR), exporting a version 2
+// table or, from older plugins, a version 1 table). Thread-safe; the result (success or
+// failure) is cached, so init() runs once.
 Result loadAdaptor(const std::string& name, const Adaptor** out);
 
 
