@@ -1,31 +1,31 @@
-// The memory-copy roof for perf/compare: what moving a shared-memory collective's minimum bytes
+// The memory-copy roof for perf/compare: what moving a shared-memory AllReduce's minimum bytes
 // through the caches and memory of this machine costs, with nothing else done with them.
 //
-//   mixcclrun -np 2 memcpy_roof_perf -C allreduce -S /tmp/store-dir -b 1M -e 64M -f 2
+//   mixcclrun -np 2 memcpy_roof_perf -C allreduce -S FRESH_DIR -b 1M -e 64M -f 2 [-s 65536,262144]
 //
-// Every rank holds the collective's own buffers (send and receive, sizes as the *_perf tools
-// allocate them) and copies B bytes from the send buffer into the receive buffer per
-// "collective", cycling over both buffers when B is larger than one of them, where B is the
-// bytes nccl-tests' busbw counts per rank: 2(n-1)/n * S for AllReduce of S bytes and (n-1)/n * S
-// for AllGather and ReduceScatter (S the larger buffer). All ranks copy at once, so they share
-// the caches and memory bandwidth as the collective's ranks do; busbw = B / time. Each size is
-// timed with two copies, glibc's memcpy and a copy with non-temporal (streaming) stores, which
-// wins when the buffers are larger than the caches; the faster one is reported, and a comment
-// line before the row gives both.
+// Every rank holds the collective's buffers (send and receive, S bytes each) and moves its S
+// bytes from the send buffer into the receive buffer through a small private staging buffer,
+// piece by piece (send -> stage -> receive: two copies of S, the staging buffer staying in
+// cache), all ranks at once, so that they share the caches and the memory bandwidth as the
+// collective's ranks do. busbw is computed as for the AllReduce of S bytes (2(n-1)/n * S / time).
+// Each size is timed with every staging size of -s and two ways to write the receive buffer,
+// glibc's memcpy and non-temporal (streaming) stores, which win once the buffers leave the
+// caches; the fastest counts, and a comment line above each row gives them all.
 //
-// Why no shared-memory collective reports more busbw (docs/performance.md, "The memory-copy
-// roof"): without reading another process's memory, a rank of an AllReduce must read its whole
-// input (S) and the other ranks' part of its result from shared memory (>= S), and write its
-// whole output (S) and its contribution for the others (>= (n-1)/n * S): >= 2S read and
-// >= (2n-1)/n * S written, against B <= 2S read and B = 2(n-1)/n * S written here, within a
-// footprint (the two buffers) the collective touches too. AllGather and ReduceScatter likewise.
+// Why no shared-memory AllReduce reports more busbw (docs/performance.md, "The memory-copy
+// roof"): where ranks exchange bytes only through shared memory (no reading of another
+// process's buffers), every element of every rank's input influences every rank's result, so
+// each rank must read its whole input (S), write something about every element into shared
+// memory (>= S), read something about every element from shared memory (>= S) and write its
+// whole output (S): >= 2S read and >= 2S written per rank. The roof reads and writes exactly
+// that, with its input and output in the collective's own buffers and its "shared" bytes in a
+// private buffer that stays in the nearest cache and is never handed to another core.
 //
 // Ranks come from mixccl_launch's detection (mixcclrun, mpirun, srun, torchrun), so the ranks
 // are placed as the collective's ranks are. The ranks meet in a page mapped from a file in the
-// fresh directory -S: a barrier before and after each timed loop, and the sum of their times
-// (the reported time is the average over ranks, as the *_perf tools' default -a 1).
-// -c 1 checks the last copy of each size: every byte of the receive buffer must hold the send
-// byte the last lap of the cycle put there.
+// fresh directory -S: a barrier before each timed loop, and the sum of their times (the
+// reported time is the average over ranks, as the *_perf tools' default -a 1).
+// -c 1 checks one more pass of every variant: the receive buffer must equal the send buffer.
 #include <fcntl.h>
 #if defined(__x86_64__)
 #include <emmintrin.h>
@@ -43,6 +43,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "mixccl_launch.h"
 #include "peer_table.h"
@@ -50,6 +51,8 @@
 namespace {
 
 constexpr int kMaxRanks = 256;
+// Staging sizes tried (the fastest counts): a small one and one like mixccl's 256 KiB chunks.
+const char* const kDefaultStages = "65536,262144";
 
 double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
@@ -129,13 +132,6 @@ class Group {
   Page* page_ = nullptr;
 };
 
-// The bytes busbw counts per rank for a collective of these buffers (float32 elements).
-size_t bytesPerRank(peer_coll c, size_t param, int n) {
-  size_t whole = (c == PEER_ALLREDUCE ? param : param * static_cast<size_t>(n)) * sizeof(float);
-  size_t factor = c == PEER_ALLREDUCE ? 2 : 1;
-  return factor * whole / static_cast<size_t>(n) * static_cast<size_t>(n - 1);
-}
-
 enum Method { kMemcpy = 0, kStream = 1 };
 const char* const kMethodNames[] = {"memcpy", "non-temporal"};
 
@@ -162,18 +158,18 @@ void streamCopy(uint8_t* dst, const uint8_t* src, size_t len) {
 #endif
 }
 
-// Copies `bytes` from src into dst, cycling over srcBytes and dstBytes.
-void cycleCopy(Method m, const uint8_t* src, size_t srcBytes, uint8_t* dst, size_t dstBytes,
-               size_t bytes) {
-  for (size_t done = 0; done < bytes;) {
-    size_t s = done % srcBytes, d = done % dstBytes;
-    size_t len = std::min({bytes - done, srcBytes - s, dstBytes - d});
+// Moves the S bytes of src into dst through the staging buffer (stageBytes), piece by piece:
+// in -> stage with memcpy, stage -> out with memcpy or non-temporal stores.
+void stagedCopy(Method m, const uint8_t* src, uint8_t* dst, size_t bytes, uint8_t* stage,
+                size_t stageBytes) {
+  for (size_t off = 0; off < bytes; off += stageBytes) {
+    size_t len = std::min(stageBytes, bytes - off);
+    std::memcpy(stage, src + off, len);
     if (m == kStream) {
-      streamCopy(dst + d, src + s, len);
+      streamCopy(dst + off, stage, len);
     } else {
-      std::memcpy(dst + d, src + s, len);
+      std::memcpy(dst + off, stage, len);
     }
-    done += len;
   }
 #if defined(__x86_64__)
   if (m == kStream) _mm_sfence();  // the streamed bytes are visible before the copy counts as done
@@ -190,10 +186,39 @@ uint8_t* pageAlloc(int rank, size_t bytes) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const char* stageList = kDefaultStages;
+  std::vector<char*> rest{argv[0]};
+  for (int i = 1; i < argc; ++i) {  // -s is ours; the rest are the peers' common flags
+    if (std::strcmp(argv[i], "-s") == 0 && i + 1 < argc) {
+      stageList = argv[++i];
+    } else {
+      rest.push_back(argv[i]);
+    }
+  }
+  std::vector<size_t> stages;
+  for (const char* p = stageList; *p;) {
+    char* end = nullptr;
+    unsigned long long v = std::strtoull(p, &end, 10);
+    if (end == p || v == 0 || (*end != ',' && *end != '\0')) {
+      std::fprintf(stderr, "memcpy_roof_perf: bad -s %s (comma-separated byte counts)\n",
+                   stageList);
+      return 2;
+    }
+    stages.push_back(static_cast<size_t>(v));
+    p = *end ? end + 1 : end;
+  }
+  if (stages.empty()) {
+    std::fprintf(stderr, "memcpy_roof_perf: -s names no staging size\n");
+    return 2;
+  }
+  const size_t maxStage = *std::max_element(stages.begin(), stages.end());
   peer_args a;
-  if (peer_parse_args(argc, argv, &a, " -S store_dir") != 0) return 2;
-  if (a.coll == PEER_SENDRECV) {
-    std::fprintf(stderr, "memcpy_roof_perf: -C allreduce|allgather|reducescatter only\n");
+  if (peer_parse_args(static_cast<int>(rest.size()), rest.data(), &a,
+                      " -S store_dir [-s staging_bytes,...]") != 0) {
+    return 2;
+  }
+  if (a.coll != PEER_ALLREDUCE) {
+    std::fprintf(stderr, "memcpy_roof_perf: -C allreduce only\n");
     return 2;
   }
   const char* storeDir = a.store ? a.store : std::getenv("GLOO_STORE_DIR");
@@ -213,24 +238,23 @@ int main(int argc, char** argv) {
   }
   Group group(rank, n, storeDir);
 
-  size_t maxSend = 0, maxRecv = 0;
+  size_t maxBytes = 0;
   int done = 0;
   for (size_t s = a.min_bytes; !done; s = peer_next_size(&a, s, &done)) {
     size_t p, ns, nr;
     peer_counts(a.coll, s, n, &p, &ns, &nr);
-    maxSend = std::max(maxSend, ns * sizeof(float));
-    maxRecv = std::max(maxRecv, nr * sizeof(float));
+    maxBytes = std::max(maxBytes, ns * sizeof(float));
   }
-  uint8_t* src = pageAlloc(rank, maxSend);
-  uint8_t* dst = pageAlloc(rank, maxRecv);
-  for (size_t i = 0; i < maxSend; ++i) src[i] = patternByte(i);
+  uint8_t* src = pageAlloc(rank, maxBytes);
+  uint8_t* dst = pageAlloc(rank, maxBytes);
+  uint8_t* stage = pageAlloc(rank, maxStage);
+  for (size_t i = 0; i < maxBytes; ++i) src[i] = patternByte(i);
   if (rank == 0) {
     char banner[256];
     std::snprintf(banner, sizeof(banner),
-                  "memcpy-roof-perf %s: every rank copies the bytes busbw counts per rank from "
-                  "its send buffer into its receive buffer, all ranks at once; the faster of "
-                  "memcpy and non-temporal stores",
-                  peer_coll_name(a.coll));
+                  "memcpy-roof-perf allreduce: every rank moves its S bytes from its send buffer "
+                  "through a staging buffer (%s bytes) into its receive buffer, all ranks at "
+                  "once; the fastest of memcpy and non-temporal stores", stageList);
     peer_print_header(banner, &a, n);
   }
   int errors = 0;
@@ -240,10 +264,9 @@ int main(int argc, char** argv) {
   for (size_t s = a.min_bytes; !done; s = peer_next_size(&a, s, &done)) {
     size_t param, ns, nr;
     peer_counts(a.coll, s, n, &param, &ns, &nr);
-    const size_t bytes = bytesPerRank(a.coll, param, n);
-    const size_t srcBytes = ns * sizeof(float), dstBytes = nr * sizeof(float);
+    const size_t bytes = param * sizeof(float);
     double us[2], alg[2], bus[2];
-    double byMethod[2][2] = {{0, 0}, {0, 0}};  // [run][method] busbw
+    std::vector<double> variantBus[2];  // [run][stage * 2 + method] busbw
     int64_t wrong[2] = {0, 0};
     for (int run = 0; run < 2; ++run) {
       if (bytes == 0) {  // count 0: nothing to move
@@ -251,30 +274,28 @@ int main(int argc, char** argv) {
         continue;
       }
       double best = 0;
-      for (Method m : {kMemcpy, kStream}) {
-        for (int w = 0; w < a.warmup; ++w) cycleCopy(m, src, srcBytes, dst, dstBytes, bytes);
+      for (size_t v = 0; v < 2 * stages.size(); ++v) {
+        const Method m = static_cast<Method>(v % 2);
+        const size_t stageBytes = stages[v / 2];
+        for (int w = 0; w < a.warmup; ++w) stagedCopy(m, src, dst, bytes, stage, stageBytes);
         group.barrier();
         double t0 = now();
-        for (int it = 0; it < a.iters; ++it) cycleCopy(m, src, srcBytes, dst, dstBytes, bytes);
+        for (int it = 0; it < a.iters; ++it) stagedCopy(m, src, dst, bytes, stage, stageBytes);
         double sec = group.sum((now() - t0) / a.iters) / n;
         double al, bu;
         peer_bw(a.coll, param, n, sec, &al, &bu);
-        byMethod[run][m] = bu;
-        if (m == kMemcpy || sec < best) {
+        variantBus[run].push_back(bu);
+        if (v == 0 || sec < best) {
           best = sec;
           us[run] = sec * 1e6;
           alg[run] = al;
           bus[run] = bu;
         }
         if (a.check) {
-          std::memset(dst, 0, dstBytes);  // pattern bytes are never 0
-          cycleCopy(m, src, srcBytes, dst, dstBytes, bytes);
+          std::memset(dst, 0, bytes);  // pattern bytes are never 0
+          stagedCopy(m, src, dst, bytes, stage, stageBytes);
           long long bad = 0;
-          for (size_t i = 0; i < std::min(bytes, dstBytes); ++i) {
-            // The last lap that wrote dst[i] carried stream offset o with o % dstBytes == i.
-            size_t o = i + (bytes - 1 - i) / dstBytes * dstBytes;
-            bad += dst[i] != patternByte(o % srcBytes);
-          }
+          for (size_t i = 0; i < bytes; ++i) bad += dst[i] != patternByte(i);
           wrong[run] += static_cast<int64_t>(group.sum(static_cast<double>(bad)));
         }
       }
@@ -283,10 +304,12 @@ int main(int argc, char** argv) {
       ++bwCount;
     }
     if (rank == 0) {
-      std::printf("# %zu bytes, busbw GB/s out-of-place / in-place: %s %.2f / %.2f, %s %.2f / "
-                  "%.2f\n", std::max(ns, nr) * sizeof(float), kMethodNames[kMemcpy],
-                  byMethod[0][kMemcpy], byMethod[1][kMemcpy], kMethodNames[kStream],
-                  byMethod[0][kStream], byMethod[1][kStream]);
+      std::printf("# %zu bytes, busbw GB/s out-of-place / in-place:", bytes);
+      for (size_t v = 0; bytes && v < variantBus[0].size(); ++v) {
+        std::printf("%s stage %zu %s %.2f / %.2f", v ? "," : "", stages[v / 2],
+                    kMethodNames[v % 2], variantBus[0][v], variantBus[1][v]);
+      }
+      std::printf("\n");
       peer_print_row(a.coll, param, ns, nr, us, alg, bus, wrong);
     }
   }
@@ -294,5 +317,6 @@ int main(int argc, char** argv) {
   group.barrier();
   std::free(src);
   std::free(dst);
+  std::free(stage);
   return errors ? 1 : 0;
 }
