@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Smoke test of perf/compare with every peer that was built (the libfabric ones too: mixccl-ofi,
-mpi-ofi, fi-roof): a tiny sweep on 2 ranks must give a busbw median for every peer and size, and the TCP roof's own check (-c 1, every received byte
-compared with the sender's pattern) must pass on 2 and 3 ranks.
+mpi-ofi, fi-roof): a tiny sweep on 2 ranks must give a busbw median for every peer and size, the
+report must name the CPU and carry the roof columns, and the TCP roof's and the memory-copy roof's
+own checks (-c 1, every received or copied byte compared with the sender's pattern) must pass
+on 2 and 3 ranks.
 
   check_compare_run.py --build BUILD_DIR --compare perf/compare
 """
@@ -45,7 +47,8 @@ def main():
     a = ap.parse_args()
     mixcclrun = os.path.join(a.build, "tools", "mixcclrun")
     roof = os.path.join(a.build, "perf", "tcp_roof_perf")
-    peers = ["mixccl", "tcp-roof"]
+    memcpy_roof = os.path.join(a.build, "perf", "memcpy_roof_perf")
+    peers = ["mixccl", "mixccl-shm", "tcp-roof", "memcpy-roof"]
     if os.access(os.path.join(a.build, "perf", "gloo_coll_perf"), os.X_OK):
         peers.append("gloo")
     if os.access(os.path.join(a.build, "perf", "mpi_coll_perf"), os.X_OK):
@@ -58,19 +61,24 @@ def main():
         if shutil.which("fi_pingpong"):
             peers.append("fi-roof")
 
-    for np in (2, 3):
-        for coll in ("allreduce", "allgather"):
-            with tempfile.TemporaryDirectory(prefix="roof-store-") as store:
-                p = subprocess.run([mixcclrun, "-np", str(np), roof, "-C", coll, "-S", store,
-                                    "-b", "1K", "-e", "3M", "-f", "7", "-n", "2", "-w", "1",
-                                    "-c", "1"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   text=True, timeout=60)
-            if p.returncode != 0 or "Out of bounds values : 0 OK" not in p.stdout:
-                fail("tcp_roof_perf -C %s on %d ranks (rc %d)" % (coll, np, p.returncode), p.stdout)
-            rows = [l for l in p.stdout.splitlines() if re.search(r"\sfloat\s+(sum|none)\s", l)]
-            # 1K 7K 49K 343K 2401K; columns: [rank] size count type redop root, then 4 + 4
-            if len(rows) != 5 or any(l.split()[9] != "0" or l.split()[13] != "0" for l in rows):
-                fail("tcp_roof_perf rows (want 5 sizes, #wrong 0)", p.stdout)
+    for tool, colls in ((roof, ("allreduce", "allgather")), (memcpy_roof, ("allreduce",))):
+        name = os.path.basename(tool)
+        for np in (2, 3):
+            for coll in colls:
+                with tempfile.TemporaryDirectory(prefix="roof-store-") as store:
+                    p = subprocess.run([mixcclrun, "-np", str(np), tool, "-C", coll, "-S", store,
+                                        "-b", "1K", "-e", "3M", "-f", "7", "-n", "2", "-w", "1",
+                                        "-c", "1"], stdout=subprocess.PIPE,
+                                       stderr=subprocess.STDOUT, text=True, timeout=60)
+                if p.returncode != 0 or "Out of bounds values : 0 OK" not in p.stdout:
+                    fail("%s -C %s on %d ranks (rc %d)" % (name, coll, np, p.returncode),
+                         p.stdout)
+                rows = [l for l in p.stdout.splitlines()
+                        if re.search(r"\sfloat\s+(sum|none)\s", l)]
+                # 1K 7K 49K 343K 2401K; columns: [rank] size count type redop root, then 4 + 4
+                if len(rows) != 5 or any(l.split()[9] != "0" or l.split()[13] != "0"
+                                         for l in rows):
+                    fail("%s rows (want 5 sizes, #wrong 0)" % name, p.stdout)
 
     with tempfile.TemporaryDirectory(prefix="compare-") as out:
         p = subprocess.run([sys.executable, a.compare, "--build", a.build, "--ranks", "2",
@@ -97,6 +105,12 @@ def main():
                 fail("no busbw for %s at %d bytes" % (peer, size), p.stdout)
     if "x tcp-roof" not in doc["table"]:
         fail("the table has no mixccl/tcp-roof column", doc["table"])
+    if "shm x memcpy-roof" not in doc["table"]:
+        fail("the table has no mixccl-shm/memcpy-roof column", doc["table"])
+    # The machine kind heads every table: lscpu's model name (or /proc/cpuinfo's), cores.
+    cpu = doc["table"].splitlines()[0]
+    if not re.match(r"cpu: .+, \d+ cores", cpu) or doc["machine"]["cpu"] not in cpu:
+        fail("the table does not start with the CPU line", doc["table"])
     print("compare with %s: every peer measured; tcp roof checks passed" % ", ".join(peers))
 
 

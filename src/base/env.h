@@ -32,7 +32,8 @@ struct EnvParams {
   std::string domainSplit;    // MIXCCL_DOMAIN_SPLIT: artificial domains of a homogeneous job
   size_t hierPieceBytes;      // MIXCCL_HIER_PIECE_BYTES: pipelining unit across domains
   bool shmDisable;            // MIXCCL_SHM_DISABLE: same-host peers use the network transport
-  size_t shmBytes;            // MIXCCL_SHM_BYTES: ring of each shared-memory segment
+  size_t shmBytes;            // MIXCCL_SHM_BYTES: ring of each shared-memory segment; 0 (unset):
+                              // from the L2 cache (transport/shm_sizing.h)
   bool shmCma;                // MIXCCL_SHM_CMA: 1 turns cross-memory attach on
   size_t shmCmaThreshold;     // MIXCCL_SHM_CMA_THRESHOLD: messages from this size use it
 };

@@ -20,6 +20,7 @@
 #include "transport/net_transports.h"
 #include "transport/registry.h"
 #include "transport/shm_connection.h"
+#include "transport/shm_sizing.h"
 #include "transport/socket_connection.h"
 #include "transport/socket_mesh.h"
 
@@ -83,6 +84,13 @@ Result connectTransports(Comm* comm, const UniqueIdData& id, const MeshParams& m
     sp.nranks = nranks;
     sp.commHash = id.commHash;
     sp.ringBytes = env().shmBytes;
+    std::string why = "MIXCCL_SHM_BYTES";
+    if (sp.ringBytes == 0) {
+      const TopoCaches caches = hostCaches(rank);
+      sp.ringBytes = shmRingBytesFor(caches.l2.bytes, caches.l2.cores, env().chunkBytes, &why);
+    }
+    INFO(kLogInit, "rank %d: shared-memory rings of %zu bytes (%s)", rank, sp.ringBytes,
+         why.c_str());
     sp.cma = env().shmCma;
     sp.cmaThreshold = env().shmCmaThreshold;
     registry.add(std::unique_ptr<Transport>(new ShmTransport(sp, !env().shmDisable)));

@@ -46,6 +46,11 @@ bool hostHasActiveRdmaPort(int rank) {
   return false;
 }
 
+TopoCaches hostCaches(int rank) {
+  std::shared_ptr<LocalTopology> local = localTopologyOnce(rank);
+  return local ? local->caches : TopoCaches{};
+}
+
 Result exchangeTopology(Comm* comm, const std::string& socketInterface) {
   const int rank = comm->rank, nranks = comm->nranks;
   std::shared_ptr<LocalTopology> local = localTopologyOnce(rank);

@@ -19,4 +19,7 @@ Result exchangeTopology(Comm* comm, const std::string& socketInterface);
 // MIXCCL_NET=auto's choice between an RDMA transport and sockets across hosts.
 bool hostHasActiveRdmaPort(int rank);
 
+// This host's cache sizes (the same discovery); all zero when the discovery failed.
+TopoCaches hostCaches(int rank);
+
 }  // namespace mixccl

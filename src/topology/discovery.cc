@@ -94,6 +94,21 @@ bool isAcceleratorClass(unsigned classId) {
   return base == 0x03 || base == 0x12 || classId == 0x0b40;
 }
 
+// The smallest instance of one cache level (hybrid CPUs mix sizes) and the cores sharing it.
+void collectCacheLevel(hwloc_topology_t topo, hwloc_obj_type_t type, TopoCacheLevel* out) {
+  int n = hwloc_get_nbobjs_by_type(topo, type);
+  for (int i = 0; i < n; i++) {
+    hwloc_obj_t c = hwloc_get_obj_by_type(topo, type, i);
+    if (!c->attr || c->attr->cache.size == 0 || c->attr->cache.type == HWLOC_OBJ_CACHE_INSTRUCTION)
+      continue;
+    ++out->instances;
+    if (out->bytes && c->attr->cache.size >= out->bytes) continue;
+    out->bytes = c->attr->cache.size;
+    out->cores = c->cpuset ? hwloc_get_nbobjs_inside_cpuset_by_type(topo, c->cpuset, HWLOC_OBJ_CORE)
+                           : 0;
+  }
+}
+
 void collectCpuSide(hwloc_topology_t topo, LocalTopology* out) {
   int npkg = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PACKAGE);
   int nnuma = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
@@ -121,6 +136,8 @@ void collectCpuSide(hwloc_topology_t topo, LocalTopology* out) {
   }
   out->cores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
   out->pus = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
+  collectCacheLevel(topo, HWLOC_OBJ_L2CACHE, &out->caches.l2);
+  collectCacheLevel(topo, HWLOC_OBJ_L3CACHE, &out->caches.l3);
 }
 
 void collectOsDevices(hwloc_topology_t topo, LocalTopology* out) {

@@ -9,6 +9,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "topology/topology_internal.h"
@@ -59,6 +60,12 @@ Json localJson(const LocalTopology& t) {
                  {"cores", t.cores},           {"pus", t.pus},
                  {"pciDevices", pciDevices},   {"nics", t.nics.size()},
                  {"rdmaDevices", t.rdma.size()}, {"accelerators", t.accelerators.size()}};
+  j["caches"] = Json::object();
+  for (const auto& level : {std::make_pair("l2", &t.caches.l2), std::make_pair("l3", &t.caches.l3)})
+    if (level.second->bytes)
+      j["caches"][level.first] = {{"bytes", level.second->bytes},
+                                  {"cores", level.second->cores},
+                                  {"instances", level.second->instances}};
   j["packages"] = Json::array();
   for (const TopoPackage& p : t.packages)
     j["packages"].push_back({{"index", p.osIndex},

@@ -32,6 +32,17 @@ struct TopoPackage {
   std::vector<int> numaNodes;    // os indexes of the NUMA nodes inside
 };
 
+// Data/unified cache levels as hwloc reports them (0: not reported, e.g. by some VMs). Of each
+// level the smallest instance, and how many cores share it: the size one core can count on.
+struct TopoCacheLevel {
+  uint64_t bytes = 0;
+  int cores = 0;                 // cores sharing that instance (0: unknown)
+  int instances = 0;
+};
+struct TopoCaches {
+  TopoCacheLevel l2, l3;
+};
+
 struct TopoNumaNode {
   int osIndex = -1;
   uint64_t memoryBytes = 0;
@@ -114,6 +125,7 @@ struct LocalTopology {
   std::vector<TopoNumaNode> numaNodes;
   int cores = 0;
   int pus = 0;
+  TopoCaches caches;
   std::vector<TopoPciObject> pci;
   std::vector<TopoNic> nics;
   std::vector<TopoRdmaDevice> rdma;

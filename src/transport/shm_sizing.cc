@@ -1,0 +1,42 @@
+#include "transport/shm_sizing.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace mixccl {
+namespace {
+
+size_t floorPow2(uint64_t x) {
+  size_t p = 1;
+  while (p <= x / 2) p <<= 1;
+  return p;
+}
+
+size_t ceilPow2(uint64_t x) {
+  size_t p = 1;
+  while (p < x && p < ((size_t)1 << 40)) p <<= 1;
+  return p;
+}
+
+}  // namespace
+
+size_t shmRingBytesFor(uint64_t l2Bytes, int l2Cores, size_t chunkBytes, std::string* why) {
+  char buf[160];
+  if (l2Bytes == 0) {
+    if (why) *why = "L2 cache size not reported; the fixed default";
+    return kShmRingFallbackBytes;
+  }
+  const uint64_t perCore = l2Bytes / (uint64_t)std::max(l2Cores, 1);
+  const size_t fromCache = floorPow2(std::max<uint64_t>(perCore, 1));
+  const size_t floorBytes = ceilPow2((uint64_t)chunkBytes * 4);
+  size_t ring = std::min(std::max(fromCache, floorBytes), kShmRingMaxDerivedBytes);
+  if (why) {
+    snprintf(buf, sizeof(buf), "L2 %llu KiB per core -> %zu KiB; at least 4 chunks (%zu KiB), "
+             "at most %zu KiB", (unsigned long long)(perCore >> 10), fromCache >> 10,
+             floorBytes >> 10, kShmRingMaxDerivedBytes >> 10);
+    *why = buf;
+  }
+  return ring;
+}
+
+}  // namespace mixccl

@@ -1,0 +1,23 @@
+// The default ring size of the shared-memory transport, from the machine's L2 cache.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace mixccl {
+
+constexpr size_t kShmRingFallbackBytes = 1 << 20;  // when the L2 cache is not known
+constexpr size_t kShmRingMaxDerivedBytes = 4 << 20;
+
+// MIXCCL_SHM_BYTES unset: the largest power of two <= the L2 cache one core can count on
+// (l2Bytes shared by l2Cores cores; 0 cores counts as 1): the ring's lines, which the producer
+// writes and the consumer reads over and over, then cycle through no more memory than one L2
+// holds (docs/performance.md: rings of 4x the L2 lost up to 8% here, 1-2x did not); but at
+// least 4 chunks of chunkBytes (rounded up to a power of two), so that the producer writes
+// ahead while the consumer reads (rings of 1-2 chunks lost 6-9%), and at most
+// kShmRingMaxDerivedBytes (n(n-1) rings live in /dev/shm). l2Bytes 0 (not reported): kShmRingFallbackBytes. why, if not null,
+// receives how the value came about, for the log.
+size_t shmRingBytesFor(uint64_t l2Bytes, int l2Cores, size_t chunkBytes, std::string* why);
+
+}  // namespace mixccl

@@ -1,0 +1,59 @@
+// The shared-memory ring's default size from injected cache sizes (transport/shm_sizing.h).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "transport/shm_sizing.h"
+
+namespace mixccl {
+namespace {
+
+constexpr size_t KiB = 1 << 10, MiB = 1 << 20;
+constexpr size_t kChunk = 256 * KiB;  // MIXCCL_CHUNK_BYTES' default
+
+TEST(ShmSizing, TheL2OfOneCore) {
+  EXPECT_EQ(shmRingBytesFor(1 * MiB, 1, kChunk, nullptr), 1 * MiB);  // this VM: unchanged
+  EXPECT_EQ(shmRingBytesFor(2 * MiB, 1, kChunk, nullptr), 2 * MiB);
+  EXPECT_EQ(shmRingBytesFor(4 * MiB, 1, kChunk, nullptr), 4 * MiB);
+}
+
+TEST(ShmSizing, AnL2SharedByCoresCountsPerCore) {
+  EXPECT_EQ(shmRingBytesFor(16 * MiB, 4, kChunk, nullptr), 4 * MiB);  // a 4-core cluster's L2
+  EXPECT_EQ(shmRingBytesFor(4 * MiB, 2, kChunk, nullptr), 2 * MiB);
+  EXPECT_EQ(shmRingBytesFor(2 * MiB, 0, kChunk, nullptr), 2 * MiB);   // cores unknown: one
+}
+
+TEST(ShmSizing, RoundsDownToAPowerOfTwo) {
+  EXPECT_EQ(shmRingBytesFor(3 * MiB, 1, kChunk, nullptr), 2 * MiB);  // never above the L2
+  EXPECT_EQ(shmRingBytesFor(1280 * KiB, 1, kChunk, nullptr), 1 * MiB);
+}
+
+TEST(ShmSizing, AtLeastFourChunks) {
+  // Small L2s (512 KiB, 256 KiB) keep 4 chunks in flight.
+  EXPECT_EQ(shmRingBytesFor(512 * KiB, 1, kChunk, nullptr), 1 * MiB);
+  EXPECT_EQ(shmRingBytesFor(256 * KiB, 1, 64 * KiB, nullptr), 256 * KiB);
+  EXPECT_EQ(shmRingBytesFor(128 * KiB, 1, 16 * KiB, nullptr), 128 * KiB);
+  // A chunk that is no power of two: 4 x 100 KiB rounds up to 512 KiB.
+  EXPECT_EQ(shmRingBytesFor(256 * KiB, 1, 100 * KiB, nullptr), 512 * KiB);
+}
+
+TEST(ShmSizing, AtMostTheCap) {
+  EXPECT_EQ(shmRingBytesFor(64 * MiB, 1, kChunk, nullptr), kShmRingMaxDerivedBytes);
+  EXPECT_EQ(shmRingBytesFor(1 * MiB, 1, 4 * MiB, nullptr), kShmRingMaxDerivedBytes);
+}
+
+TEST(ShmSizing, UnknownL2KeepsTheFixedDefault) {
+  std::string why;
+  EXPECT_EQ(shmRingBytesFor(0, 1, kChunk, &why), kShmRingFallbackBytes);
+  EXPECT_NE(why.find("not reported"), std::string::npos) << why;
+}
+
+TEST(ShmSizing, TheReasonNamesTheInputs) {
+  std::string why;
+  shmRingBytesFor(512 * KiB, 1, kChunk, &why);
+  EXPECT_NE(why.find("L2 512 KiB per core"), std::string::npos) << why;
+  EXPECT_NE(why.find("at least 4 chunks (1024 KiB)"), std::string::npos) << why;
+}
+
+}  // namespace
+}  // namespace mixccl
