@@ -16,6 +16,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -242,6 +243,19 @@ int main(int argc, char** argv) {
 
   const pid_t self = getpid();
   std::vector<Rank> ranks(opt.np);
+  // --bind-to (mixcclrun_binding.h): the cores are read once, before any rank starts.
+  std::vector<cpu_set_t> rankCpus;
+  if (opt.bind != BindMode::None) {
+    std::string why;
+    std::vector<cpu_set_t> cores = allowedCores(&why);
+    if (cores.empty()) {
+      if (opt.bind == BindMode::Core) die("--bind-to core: " + why);
+    } else {
+      std::vector<int> plan = planBinding(opt.bind, opt.np, static_cast<int>(cores.size()), &why);
+      if (!why.empty()) die(why);
+      for (int c : plan) rankCpus.push_back(cores[c]);
+    }
+  }
   for (int r = 0; r < opt.np; ++r) {
     int outp[2], errp[2];
     if (pipe2(outp, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0) die("pipe2 failed");
@@ -268,6 +282,9 @@ int main(int argc, char** argv) {
       setenv("MIXCCL_LOCAL_RANK", std::to_string(r).c_str(), 1);
       setenv("MIXCCL_LOCAL_SIZE", std::to_string(opt.np).c_str(), 1);
       if (!opt.adaptors.empty()) setenv("MIXCCL_ADAPTOR", opt.adaptors[r].c_str(), 1);
+      if (!rankCpus.empty() && sched_setaffinity(0, sizeof(cpu_set_t), &rankCpus[r]) != 0)
+        std::fprintf(stderr, "%s: rank %d runs unbound: sched_setaffinity: %s\n", kProg, r,
+                     std::strerror(errno));
       std::vector<char*> args;
       for (auto& s : opt.command) args.push_back(const_cast<char*>(s.c_str()));
       args.push_back(nullptr);

@@ -25,6 +25,9 @@ void usage(FILE* f) {
       "  --grace SECONDS        wait before SIGKILL after SIGTERM (default 3)\n"
       "  --timeout SECONDS      kill the job after this long, exit 124 (default: none)\n"
       "  --no-prefix            do not prefix output lines with [rank]\n"
+      "  --bind-to auto|core|none  auto (default): each rank on its own core when there are\n"
+      "                         at least as many cores as ranks, else unbound; core: always\n"
+      "                         (an error if cores are too few); none: never\n"
       "  -h, --help             this help\n",
       kProg);
 }
@@ -129,6 +132,9 @@ Options parseArgs(int argc, char** argv) {
       if (!parseDouble(need(a), &o.graceS)) die("invalid --grace value");
     } else if (a == "--timeout") {
       if (!parseDouble(need(a), &o.timeoutS)) die("invalid --timeout value");
+    } else if (a == "--bind-to") {
+      std::string v = need(a);
+      if (!parseBindMode(v, &o.bind)) die("invalid --bind-to '" + v + "' (auto, core or none)");
     } else if (a == "--no-prefix") {
       o.prefix = false;
     } else if (a == "-h" || a == "--help") {

@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "mixcclrun_binding.h"
+
 namespace mixcclrun {
 
 extern const char* const kProg;
@@ -19,6 +21,7 @@ struct Options {
   double graceS = 3.0;
   double timeoutS = 0.0;
   bool prefix = true;
+  BindMode bind = BindMode::Auto;  // --bind-to
   std::vector<std::string> command;
 };
 

@@ -1,6 +1,7 @@
 // Tests of the mixcclrun launcher: it is run as a separate process on mixcclrun_test_child.
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -18,6 +19,8 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "mixcclrun_binding.h"
 
 namespace {
 
@@ -319,6 +322,93 @@ TEST(MixcclRun, UsageErrors) {
   missing.start({"-np", "1", "/nonexistent/program"});
   ASSERT_TRUE(missing.finish(20));
   EXPECT_EQ(missing.exitCode(), 127);
+}
+
+
+// --bind-to (mixcclrun_binding.h). Each rank prints the CPUs it may run on; the launcher's own
+// list is this test's (it inherits it).
+std::string cpusAllowed(const std::string& statusText) {
+  std::smatch m;
+  std::regex re(R"(Cpus_allowed_list:\s*(\S+))");
+  return std::regex_search(statusText, m, re) ? std::string(m[1]) : std::string();
+}
+
+std::vector<std::string> rankCpus(const std::vector<std::string>& opts, int* code) {
+  Job j;
+  std::vector<std::string> args = opts;
+  for (const char* a : {"grep", "Cpus_allowed_list", "/proc/self/status"}) args.push_back(a);
+  j.start(args);
+  EXPECT_TRUE(j.finish(20));
+  *code = j.exitCode();
+  std::vector<std::string> out;
+  for (const std::string& l : lines(j.out)) out.push_back(cpusAllowed(l));
+  return out;
+}
+
+int usableCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  return sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+}
+
+std::string ownCpus() {
+  std::ifstream f("/proc/self/status");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return cpusAllowed(ss.str());
+}
+
+TEST(MixcclRun, BindAutoPutsEachRankOnItsOwnCore) {
+  std::string why;
+  if (mixcclrun::allowedCores(&why).size() < 2) GTEST_SKIP() << "fewer than 2 cores " << why;
+  int code = -1;
+  std::vector<std::string> got = rankCpus({"-np", "2"}, &code);
+  ASSERT_EQ(code, 0);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_NE(got[0], ownCpus());
+  EXPECT_NE(got[0], got[1]);
+  EXPECT_NE(got[1], ownCpus());
+}
+
+TEST(MixcclRun, BindNoneAndOversubscribedAutoLeaveRanksUnbound) {
+  int code = -1;
+  for (const std::string& l : rankCpus({"-np", "2", "--bind-to", "none"}, &code))
+    EXPECT_EQ(l, ownCpus());
+  EXPECT_EQ(code, 0);
+  // More ranks than CPUs (so than cores): auto binds nobody.
+  std::string np = std::to_string(usableCpus() + 1);
+  std::vector<std::string> got = rankCpus({"-np", np}, &code);
+  EXPECT_EQ(code, 0);
+  EXPECT_EQ(got.size(), static_cast<size_t>(usableCpus() + 1));
+  for (const std::string& l : got) EXPECT_EQ(l, ownCpus());
+}
+
+TEST(MixcclRunBinding, PlanBindsWhenRanksFitTheCores) {
+  using mixcclrun::BindMode;
+  std::string why;
+  EXPECT_EQ(mixcclrun::planBinding(BindMode::Auto, 2, 2, &why), (std::vector<int>{0, 1}));
+  EXPECT_TRUE(mixcclrun::planBinding(BindMode::Auto, 3, 2, &why).empty());
+  EXPECT_TRUE(mixcclrun::planBinding(BindMode::None, 1, 8, &why).empty());
+  EXPECT_EQ(why, "");
+  EXPECT_EQ(mixcclrun::planBinding(BindMode::Core, 3, 4, &why), (std::vector<int>{0, 1, 2}));
+  EXPECT_TRUE(mixcclrun::planBinding(BindMode::Core, 5, 4, &why).empty());
+  EXPECT_EQ(why, "--bind-to core: 5 ranks but 4 core(s) available to this process (use "
+                 "--bind-to none to oversubscribe)");
+}
+
+TEST(MixcclRun, BindUsageErrors) {
+  Job j;
+  j.start({"-np", "4096", "--bind-to", "core", "true"});
+  ASSERT_TRUE(j.finish(20));
+  EXPECT_EQ(j.exitCode(), 2);
+  EXPECT_TRUE(std::regex_match(j.err, std::regex(
+      R"(mixcclrun: --bind-to core: 4096 ranks but \d+ core\(s\) available to this process )"
+      R"(\(use --bind-to none to oversubscribe\)\n)"))) << j.err;
+  Job k;
+  k.start({"-np", "2", "--bind-to", "socket", "true"});
+  ASSERT_TRUE(k.finish(20));
+  EXPECT_EQ(k.exitCode(), 2);
+  EXPECT_EQ(k.err, "mixcclrun: invalid --bind-to 'socket' (auto, core or none)\n");
 }
 
 }  // namespace
