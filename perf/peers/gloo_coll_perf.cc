@@ -31,7 +31,7 @@
 #include <string>
 #include <vector>
 
-#include "mixccl_launch.h"
+#include "peer_launch.h"
 #include "peer_table.h"
 
 namespace {
@@ -177,17 +177,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gloo_coll_perf: unknown -A %s\n", algo.c_str());
     return 2;
   }
-  const char* storeDir = a.store ? a.store : std::getenv("GLOO_STORE_DIR");
-  if (storeDir == nullptr) {
-    std::fprintf(stderr, "gloo_coll_perf: give the rendezvous directory with -S DIR (or "
-                         "GLOO_STORE_DIR)\n");
-    return 2;
-  }
+  const char* storeDir = nullptr;
   mixcclLaunchInfo info;
-  if (mixcclLaunchDetect(&info) != 0) {
-    std::fprintf(stderr, "gloo_coll_perf: %s\n", mixcclLaunchLastError());
-    return 2;
-  }
+  if (peer_launch("gloo_coll_perf", a, &storeDir, &info) != 0) return 2;
   try {
     gloo::transport::tcp::attr attr;
     const char* host = std::getenv("GLOO_HOSTNAME");
@@ -204,13 +196,7 @@ int main(int argc, char** argv) {
   }
   const int n = g_ctx->size, rank = g_ctx->rank;
 
-  size_t maxElems = 0;
-  int done = 0;
-  for (size_t s = a.min_bytes; !done; s = peer_next_size(&a, s, &done)) {
-    size_t p, ns, nr;
-    peer_counts(a.coll, s, n, &p, &ns, &nr);
-    maxElems = std::max(maxElems, std::max(ns, nr));
-  }
+  const size_t maxElems = peer_max_elems(&a, n);
   std::vector<float> send(maxElems + 16, 0.0f), recv(maxElems + 16, 0.0f);
   if (rank == 0) {
     char banner[256];
@@ -225,7 +211,7 @@ int main(int argc, char** argv) {
   int errors = 0;
   double bwSum = 0;
   int bwCount = 0;
-  done = 0;
+  int done = 0;
   try {
     for (size_t s = a.min_bytes; !done; s = peer_next_size(&a, s, &done)) {
       size_t param, ns, nr;

@@ -45,7 +45,7 @@
 #include <thread>
 #include <vector>
 
-#include "mixccl_launch.h"
+#include "peer_launch.h"
 #include "peer_table.h"
 
 namespace {
@@ -221,16 +221,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "memcpy_roof_perf: -C allreduce only\n");
     return 2;
   }
-  const char* storeDir = a.store ? a.store : std::getenv("GLOO_STORE_DIR");
-  if (storeDir == nullptr) {
-    std::fprintf(stderr, "memcpy_roof_perf: give the rendezvous directory with -S DIR\n");
-    return 2;
-  }
+  const char* storeDir = nullptr;
   mixcclLaunchInfo info;
-  if (mixcclLaunchDetect(&info) != 0) {
-    std::fprintf(stderr, "memcpy_roof_perf: %s\n", mixcclLaunchLastError());
-    return 2;
-  }
+  if (peer_launch("memcpy_roof_perf", a, &storeDir, &info) != 0) return 2;
   const int n = info.nranks, rank = info.rank;
   if (n < 2 || n > kMaxRanks) {
     std::fprintf(stderr, "memcpy_roof_perf: needs 2 to %d ranks\n", kMaxRanks);
@@ -238,13 +231,7 @@ int main(int argc, char** argv) {
   }
   Group group(rank, n, storeDir);
 
-  size_t maxBytes = 0;
-  int done = 0;
-  for (size_t s = a.min_bytes; !done; s = peer_next_size(&a, s, &done)) {
-    size_t p, ns, nr;
-    peer_counts(a.coll, s, n, &p, &ns, &nr);
-    maxBytes = std::max(maxBytes, ns * sizeof(float));
-  }
+  const size_t maxBytes = peer_max_elems(&a, n) * sizeof(float);
   uint8_t* src = pageAlloc(rank, maxBytes);
   uint8_t* dst = pageAlloc(rank, maxBytes);
   uint8_t* stage = pageAlloc(rank, maxStage);
@@ -260,7 +247,7 @@ int main(int argc, char** argv) {
   int errors = 0;
   double bwSum = 0;
   int bwCount = 0;
-  done = 0;
+  int done = 0;
   for (size_t s = a.min_bytes; !done; s = peer_next_size(&a, s, &done)) {
     size_t param, ns, nr;
     peer_counts(a.coll, s, n, &param, &ns, &nr);

@@ -77,14 +77,7 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return 2;
   }
-  size_t max_elems = 0;
-  int done = 0;
-  for (size_t s = a.min_bytes; !done; s = peer_next_size(&a, s, &done)) {
-    size_t p, ns, nr;
-    peer_counts(a.coll, s, g_n, &p, &ns, &nr);
-    if (ns > max_elems) max_elems = ns;
-    if (nr > max_elems) max_elems = nr;
-  }
+  size_t max_elems = peer_max_elems(&a, g_n);
   float* send = (float*)calloc(max_elems + 16, sizeof(float));
   float* recv = (float*)calloc(max_elems + 16, sizeof(float));
   if (g_rank == 0) {
@@ -100,7 +93,7 @@ int main(int argc, char** argv) {
   int errors = 0;
   double bw_sum = 0;
   int bw_count = 0;
-  done = 0;
+  int done = 0;
   for (size_t s = a.min_bytes; !done; s = peer_next_size(&a, s, &done)) {
     size_t param, ns, nr;
     peer_counts(a.coll, s, g_n, &param, &ns, &nr);

@@ -124,6 +124,18 @@ size_t peer_next_size(const struct peer_args* a, size_t size, int* done) {
   return *done ? 0 : next;
 }
 
+size_t peer_max_elems(const struct peer_args* a, int nranks) {
+  size_t max_elems = 0;
+  int done = 0;
+  for (size_t s = a->min_bytes; !done; s = peer_next_size(a, s, &done)) {
+    size_t p, ns, nr;
+    peer_counts(a->coll, s, nranks, &p, &ns, &nr);
+    if (ns > max_elems) max_elems = ns;
+    if (nr > max_elems) max_elems = nr;
+  }
+  return max_elems;
+}
+
 static void field(char* out, double v, int width) {
   for (int d = 2; d >= 0; --d) {
     if (snprintf(out, 32, "%*.*f", width, d, v) <= width) return;

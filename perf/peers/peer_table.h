@@ -35,6 +35,8 @@ void peer_bw(enum peer_coll c, size_t param, int nranks, double sec, double* alg
 
 /* Next size of the sweep, or 0 with *done set at the end. */
 size_t peer_next_size(const struct peer_args* a, size_t size, int* done);
+/* The largest send or receive buffer of the whole sweep, in float32 elements (allocate once). */
+size_t peer_max_elems(const struct peer_args* a, int nranks);
 
 void peer_print_header(const char* banner, const struct peer_args* a, int nranks);
 void peer_print_row(enum peer_coll c, size_t param, size_t send, size_t recv, const double us[2],

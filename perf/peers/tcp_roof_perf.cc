@@ -36,7 +36,7 @@
 #include <thread>
 #include <vector>
 
-#include "mixccl_launch.h"
+#include "peer_launch.h"
 #include "peer_table.h"
 
 namespace {
@@ -211,16 +211,9 @@ int main(int argc, char** argv) {
                       " -S store_dir [-B socket_buffer_bytes] [-K congestion_control]") != 0) {
     return 2;
   }
-  const char* storeDir = a.store ? a.store : std::getenv("GLOO_STORE_DIR");
-  if (storeDir == nullptr) {
-    std::fprintf(stderr, "tcp_roof_perf: give the rendezvous directory with -S DIR\n");
-    return 2;
-  }
+  const char* storeDir = nullptr;
   mixcclLaunchInfo info;
-  if (mixcclLaunchDetect(&info) != 0) {
-    std::fprintf(stderr, "tcp_roof_perf: %s\n", mixcclLaunchLastError());
-    return 2;
-  }
+  if (peer_launch("tcp_roof_perf", a, &storeDir, &info) != 0) return 2;
   const int n = info.nranks, rank = info.rank;
   if (n < 2) {
     std::fprintf(stderr, "tcp_roof_perf: needs at least 2 ranks\n");
@@ -228,13 +221,7 @@ int main(int argc, char** argv) {
   }
   Ring ring(rank, n, storeDir, bufferBytes, congestion);
 
-  size_t maxBytes = 0;
-  int done = 0;
-  for (size_t s = a.min_bytes; !done; s = peer_next_size(&a, s, &done)) {
-    size_t p, ns, nr;
-    peer_counts(a.coll, s, n, &p, &ns, &nr);
-    maxBytes = std::max(maxBytes, std::max(ns, nr) * sizeof(float));
-  }
+  const size_t maxBytes = peer_max_elems(&a, n) * sizeof(float);
   std::vector<uint8_t> src(maxBytes + 64), dst(maxBytes + 64);
   for (size_t i = 0; i < src.size(); ++i) src[i] = patternByte(rank, i);
   if (rank == 0) {
@@ -249,7 +236,7 @@ int main(int argc, char** argv) {
   int errors = 0;
   double bwSum = 0;
   int bwCount = 0;
-  done = 0;
+  int done = 0;
   for (size_t s = a.min_bytes; !done; s = peer_next_size(&a, s, &done)) {
     size_t param, ns, nr;
     peer_counts(a.coll, s, n, &param, &ns, &nr);
