@@ -81,6 +81,7 @@ EnvParams load() {
   p.shmDisable = readBool("MIXCCL_SHM_DISABLE", false);
   p.shmBytes = (size_t)readInt("MIXCCL_SHM_BYTES", 0, 4096, 1LL << 30);  // 0: from the L2
   p.shmCma = readBool("MIXCCL_SHM_CMA", false);  // off: slower than the ring here (docs/performance.md)
+  p.shmSlotBytes = readInt("MIXCCL_SHM_SLOT_BYTES", -1, 0, 1 << 20);
   p.shmCmaThreshold = (size_t)readInt("MIXCCL_SHM_CMA_THRESHOLD", 64 << 10, 1, 1LL << 40);
   return p;
 }

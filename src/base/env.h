@@ -35,6 +35,8 @@ struct EnvParams {
   size_t shmBytes;            // MIXCCL_SHM_BYTES: ring of each shared-memory segment; 0 (unset):
                               // from the L2 cache (transport/shm_sizing.h)
   bool shmCma;                // MIXCCL_SHM_CMA: 1 turns cross-memory attach on
+  long long shmSlotBytes;     // MIXCCL_SHM_SLOT_BYTES: data bytes of each shared-memory slot;
+                              // 0 turns the slots off, -1 (unset): from the L2 (shm_sizing.h)
   size_t shmCmaThreshold;     // MIXCCL_SHM_CMA_THRESHOLD: messages from this size use it
 };
 

@@ -100,6 +100,10 @@ Result valueOf(const Comm* comm, const std::string& key, std::string* value) {
     *value = domainIndices(comm);
     return mixcclSuccess;
   }
+  if (key == "shm_slot_bytes") {
+    *value = std::to_string(comm->shmSlots ? comm->shmSlots->slotBytes() : 0);
+    return mixcclSuccess;
+  }
   if (key == "memory") {
     *value = comm->adaptor->table->memoryKind == MIXCCL_ADAPTOR_DEVICE_MEMORY ? "device" : "host";
     return mixcclSuccess;
@@ -111,7 +115,7 @@ Result valueOf(const Comm* comm, const std::string& key, std::string* value) {
     return mixcclSuccess;
   }
   return raiseError(mixcclInvalidArgument, "%s: unknown key '%s' (keys: transport.<peer>, "
-                    "transport_why.<peer>, transport_detail.<peer>, device_direct.<peer>, algo.allreduce.<bytes>, algo.allgather.<bytes>, domains, adaptor.<rank>, memory)",
+                    "transport_why.<peer>, transport_detail.<peer>, device_direct.<peer>, algo.allreduce.<bytes>, algo.allgather.<bytes>, domains, adaptor.<rank>, memory, shm_slot_bytes)",
                     kFn, key.c_str());
 }
 

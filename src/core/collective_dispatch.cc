@@ -8,6 +8,7 @@
 #include "algo/hierarchical.h"
 #include "algo/native_pairwise.h"
 #include "algo/reduce.h"
+#include "algo/slot_collectives.h"
 #include "core/domain_comm.h"
 #include "core/staged_dispatch.h"
 #include "base/env.h"
@@ -100,6 +101,13 @@ Result runNative(Comm* comm, CollContext& c, const CollCall& call) {
   }
 }
 
+// The shared-memory slots take a call (one host, every pair on shared memory, the algorithm
+// not forced) when the largest part any rank publishes fits a slot.
+bool slotsTake(const Comm* comm, size_t largestPart) {
+  return comm->shmSlots && env().algo == "auto" && largestPart > 0 &&
+         largestPart <= comm->shmSlots->slotBytes();
+}
+
 }  // namespace
 
 // Several domains, host memory: the cross-domain algorithms for AllReduce and Broadcast; the
@@ -161,6 +169,10 @@ CollRoute routeOf(const Comm* comm) {
 const char* algorithmName(const Comm* comm, CollKind kind, size_t bytes) {
   CollRoute route = routeOf(comm);
   if (route == CollRoute::Native) return "native";
+  // bytes: the AllReduce's buffer, the AllGather's whole output (each rank publishes 1/n).
+  if (route == CollRoute::Flat &&
+      slotsTake(comm, kind == CollKind::AllGather ? bytes / comm->nranks : bytes))
+    return "slots";
   // runAcrossDomains (the staged path too): cross-domain AllReduce and Broadcast, else runFlat.
   if (route != CollRoute::Flat && (kind == CollKind::AllReduce || kind == CollKind::Broadcast))
     return "hierarchical";
@@ -188,7 +200,12 @@ Result runCollective(Comm* comm, CollContext& c, const CollCall& call,
   if (preMul) return runStaged(comm, call, preMul);
   switch (route) {
     case CollRoute::Native: return runNative(comm, c, call);
-    case CollRoute::Flat: return runFlat(c, call);
+    case CollRoute::Flat: {
+      const SlotCall sc{call.kind, call.sendbuf, call.recvbuf, call.count, call.type, call.op, call.root};
+      if (comm->shmSlots && env().algo == "auto" && fitsSlots(*comm->shmSlots, sc))
+        return slotCollective(*comm->shmSlots, sc, c.transfers.deadline(), comm->health);
+      return runFlat(c, call);
+    }
     case CollRoute::Staged: return runStaged(comm, call, preMul);
     case CollRoute::AcrossDomains: break;
   }

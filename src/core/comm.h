@@ -19,6 +19,7 @@
 #include "core/staged_executor.h"
 #include "core/user_ops.h"
 #include "proxy/proxy.h"
+#include "transport/shm_slots.h"
 #include "topology/topology.h"
 
 struct mixcclComm {
@@ -32,6 +33,9 @@ struct mixcclComm {
   // which reports into it, so it outlives the proxy).
   mixccl::Health health;
   std::unique_ptr<mixccl::Proxy> proxy;
+  // Small collectives of a one-host communicator (transport/shm_slots.h); null where not every
+  // pair is on shared memory or a rank turned them off.
+  std::unique_ptr<mixccl::ShmSlots> shmSlots;
   // Per peer: why its transport was chosen (transport/net_choice.h), for INFO,
   // mixcclCommInspect "transport_why.<peer>" and the topology dump.
   std::vector<std::string> transportWhy;

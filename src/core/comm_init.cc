@@ -133,6 +133,41 @@ Result connectTransports(Comm* comm, const UniqueIdData& id, const MeshParams& m
   return agreeDeviceDirect(comm, *out, *conns, deadline);
 }
 
+// The shared-memory slots of small collectives (transport/shm_slots.h), while the control
+// connections are still free: only where every pair runs over shared memory, which every rank
+// then knows alike (one host, nobody's MIXCCL_SHM_DISABLE, a net choice that allows shm).
+Result setupSlots(Comm* comm, const std::vector<std::unique_ptr<Connection>>& links,
+                  const std::vector<std::vector<Socket>>& conns, const Deadline& deadline) {
+  if (comm->nranks < 2) return mixcclSuccess;
+  for (int r = 0; r < comm->nranks; ++r)
+    if (r != comm->rank && (!links[r] || std::string(links[r]->transportName()) != "shm"))
+      return mixcclSuccess;
+  ShmSlotsParams sp;
+  sp.rank = comm->rank;
+  sp.nranks = comm->nranks;
+  sp.commHash = comm->id.commHash;
+  std::string sizeWhy = "MIXCCL_SHM_SLOT_BYTES";
+  if (env().shmSlotBytes >= 0) {
+    sp.slotBytes = (size_t)env().shmSlotBytes;
+  } else {
+    const TopoCaches caches = hostCaches(comm->rank);
+    sp.slotBytes = shmSlotBytesFor(caches.l2.bytes, caches.l2.cores, comm->nranks, &sizeWhy);
+  }
+  sp.spinUs = env().spinUs;
+  sp.yieldWhileSpinning = comm->nranks > onlineCpuCount();
+  std::vector<std::string> names;
+  for (int r = 0; r < comm->nranks; ++r) names.push_back(comm->peerName(r));
+  std::string why;
+  MIXCCL_CHECK(ShmSlots::setup(sp, conns, names, deadline, &comm->shmSlots, &why));
+  if (comm->shmSlots) {
+    why += ", " + sizeWhy;
+    if (sp.yieldWhileSpinning) why += "; more ranks than CPUs: polling yields the CPU";
+  }
+  INFO(kLogInit, "rank %d: small collectives %s (%s)", comm->rank,
+       comm->shmSlots ? "on shared-memory slots" : "without shared-memory slots", why.c_str());
+  return mixcclSuccess;
+}
+
 // Rendezvous, connections, proxy: everything after the fields of comm are set.
 Result connectComm(Comm* comm, const UniqueIdData& id) {
   const int rank = comm->rank, nranks = comm->nranks;
@@ -171,6 +206,8 @@ Result connectComm(Comm* comm, const UniqueIdData& id) {
 
   std::vector<std::unique_ptr<Connection>> links;
   MIXCCL_CHECK(connectTransports(comm, id, mesh, &conns, deadline, &links));
+
+  MIXCCL_CHECK(setupSlots(comm, links, conns, deadline));
 
   ProxyParams pp;
   pp.rank = rank;

@@ -1,5 +1,7 @@
 #include "transport/shm_sizing.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 
@@ -37,6 +39,30 @@ size_t shmRingBytesFor(uint64_t l2Bytes, int l2Cores, size_t chunkBytes, std::st
     *why = buf;
   }
   return ring;
+}
+
+size_t shmSlotBytesFor(uint64_t l2Bytes, int l2Cores, int nranks, std::string* why) {
+  char buf[160];
+  if (l2Bytes == 0) {
+    if (why) *why = "L2 cache size not reported; the fixed default";
+    return kShmSlotFallbackBytes;
+  }
+  const uint64_t perCore = l2Bytes / (uint64_t)std::max(l2Cores, 1);
+  const uint64_t share = perCore / (4 * (uint64_t)std::max(nranks, 1));
+  const size_t slot = std::min(std::max(floorPow2(std::max<uint64_t>(share, 1)), kShmSlotMinBytes),
+                               kShmSlotMaxBytes);
+  if (why) {
+    snprintf(buf, sizeof(buf), "L2 %llu KiB per core / (4 x %d ranks) -> %zu KiB, within %zu-%zu KiB",
+             (unsigned long long)(perCore >> 10), nranks, slot >> 10, kShmSlotMinBytes >> 10,
+             kShmSlotMaxBytes >> 10);
+    *why = buf;
+  }
+  return slot;
+}
+
+int onlineCpuCount() {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)n : 1;
 }
 
 }  // namespace mixccl

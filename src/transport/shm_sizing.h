@@ -20,4 +20,18 @@ constexpr size_t kShmRingMaxDerivedBytes = 4 << 20;
 // receives how the value came about, for the log.
 size_t shmRingBytesFor(uint64_t l2Bytes, int l2Cores, size_t chunkBytes, std::string* why);
 
+constexpr size_t kShmSlotFallbackBytes = 16 << 10;  // when the L2 cache is not known
+constexpr size_t kShmSlotMinBytes = 4 << 10;
+constexpr size_t kShmSlotMaxBytes = 64 << 10;
+
+// MIXCCL_SHM_SLOT_BYTES unset: the data bytes of each shared-memory slot (shm_slots.h) for
+// nranks ranks. A slot collective reads every rank's slot and writes the result, so the
+// largest power of two with 4 * nranks slots within one core's L2 (l2Bytes shared by l2Cores
+// cores) keeps the whole call in that cache; within [kShmSlotMinBytes, kShmSlotMaxBytes].
+size_t shmSlotBytesFor(uint64_t l2Bytes, int l2Cores, int nranks, std::string* why);
+
+// CPUs of this host that are online (not the affinity mask: a launcher that binds each rank
+// to its own core leaves one CPU in each rank's mask); at least 1.
+int onlineCpuCount();
+
 }  // namespace mixccl

@@ -14,6 +14,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "transport/control_exchange.h"
 
 namespace mixccl {
 
@@ -131,21 +132,6 @@ bool probeCma(const ShmRingHeader* h, std::string* why) {
   return true;
 }
 
-// One exchange step with every peer in use: send ours to all, then read all of theirs.
-template <typename Msg>
-Result exchangeWith(const std::vector<int>& peersInUse, const std::vector<std::vector<Socket>>& conns,
-                    const std::vector<Msg>& out, std::vector<Msg>* in, const Deadline& deadline,
-                    const std::vector<std::string>& names) {
-  for (size_t i = 0; i < peersInUse.size(); ++i)
-    MIXCCL_CHECK(sendAllBefore(conns[peersInUse[i]][0], &out[i], sizeof(Msg), deadline,
-                               names[i].c_str()));
-  in->resize(peersInUse.size());
-  for (size_t i = 0; i < peersInUse.size(); ++i)
-    MIXCCL_CHECK(recvAllBefore(conns[peersInUse[i]][0], &(*in)[i], sizeof(Msg), deadline,
-                               names[i].c_str()));
-  return mixcclSuccess;
-}
-
 Result setupLinks(const ShmParams& p, const std::vector<PeerInfo>& peers,
                   const std::vector<bool>& candidates, bool wantShm,
                   const std::vector<std::vector<Socket>>& conns, const Deadline& deadline,
@@ -162,7 +148,7 @@ Result setupLinks(const ShmParams& p, const std::vector<PeerInfo>& peers,
   // 1. Both sides must want shared memory (MIXCCL_SHM_DISABLE may differ between ranks).
   std::vector<ShmHello> helloOut(cand.size(), ShmHello{kShmHelloMagic, wantShm ? 1u : 0u, p.commHash});
   std::vector<ShmHello> helloIn;
-  MIXCCL_CHECK(exchangeWith(cand, conns, helloOut, &helloIn, deadline, candNames));
+  MIXCCL_CHECK(exchangeWithPeers(cand, conns, helloOut, &helloIn, deadline, candNames));
   std::vector<int> use;
   std::vector<std::string> names;
   for (size_t i = 0; i < cand.size(); ++i) {
@@ -197,7 +183,7 @@ Result setupLinks(const ShmParams& p, const std::vector<PeerInfo>& peers,
   }
   std::vector<ShmStatus> stOut(use.size(), ShmStatus{kShmHelloMagic, mine == mixcclSuccess ? 1u : 0u});
   std::vector<ShmStatus> stIn;
-  MIXCCL_CHECK(exchangeWith(use, conns, stOut, &stIn, deadline, names));
+  MIXCCL_CHECK(exchangeWithPeers(use, conns, stOut, &stIn, deadline, names));
   if (mine != mixcclSuccess) return mine;
   for (size_t i = 0; i < use.size(); ++i)
     if (stIn[i].ok != 1)
@@ -230,7 +216,7 @@ Result setupLinks(const ShmParams& p, const std::vector<PeerInfo>& peers,
     h->cmaOk.store(l.cmaRecv ? 1 : 0, std::memory_order_release);
   }
   for (ShmStatus& s : stOut) s.ok = mine == mixcclSuccess ? 1u : 0u;
-  MIXCCL_CHECK(exchangeWith(use, conns, stOut, &stIn, deadline, names));
+  MIXCCL_CHECK(exchangeWithPeers(use, conns, stOut, &stIn, deadline, names));
   if (mine != mixcclSuccess) return mine;
   for (size_t i = 0; i < use.size(); ++i)
     if (stIn[i].ok != 1)

@@ -439,3 +439,139 @@ TEST_F(FaultTest, AbortFromAnotherThreadUnblocksALargeAllReduce) {
   EXPECT_EQ(job.report(1).code, mixcclRemoteError);
   expectSurvivor(job, 1, "abort (peer)", kPromptSeconds, named(0));
 }
+
+// The small collectives of a one-host communicator run on the shared-memory slots in the
+// calling thread (transport/shm_slots.h), not through the proxy: the same faults, the same
+// bounds. Each call first checks that the slots really take it.
+namespace {
+
+mixcclResult_t smallAllReduceOnSlots(mixcclComm_t comm) {
+  char algo[32] = "";
+  if (mixcclCommInspect(comm, "algo.allreduce.4", algo, sizeof(algo)) != mixcclSuccess ||
+      std::string(algo) != "slots") {
+    fprintf(stderr, "a 4-byte AllReduce runs on '%s', not on the slots\n", algo);
+    return mixcclInternalError;
+  }
+  return smallAllReduce(comm);
+}
+
+}  // namespace
+
+TEST_F(FaultTest, KillNineDuringSmallAllReducesOnSlots) {
+  killDuringLoop("kill -9 during slot AllReduces", 3, 1,
+                 [](mixcclComm_t comm, int, int) { return smallAllReduceOnSlots(comm); });
+}
+
+TEST_F(FaultTest, StalledPeerOnSlotsTimesOutWithinTheBound) {
+  const int n = 3, victim = 2, timeoutS = 2;
+  Job job(n, 60);
+  ASSERT_TRUE(job.ok());
+  Call call = [](mixcclComm_t comm, int, int) { return smallAllReduceOnSlots(comm); };
+  job.start([&](const mixcclUniqueId& id, int rank, int nranks, Shared* sh) {
+    return loopUntilFailure(call, timeoutS, id, rank, nranks, sh);
+  });
+  ASSERT_TRUE(job.waitPhase(victim, 2, 20));
+  job.inject(victim, SIGSTOP);
+  ASSERT_TRUE(job.waitExit({0, 1}));
+  double stoppedAt = job.shared()->injectedAt;
+  job.inject(victim, SIGKILL);
+  job.shared()->injectedAt = stoppedAt;
+  ASSERT_TRUE(job.reap(victim, 10));
+  for (int r : {0, 1}) {
+    // Both wait on the slots for rank 2 alone: each sees the timeout itself and names it.
+    EXPECT_EQ(job.report(r).code, mixcclTimeout) << "rank " << r;
+    expectSurvivor(job, r, "stalled peer on slots (SIGSTOP)", timeoutS + 1.5,
+                   "mixcclAllReduce on shared-memory slots: rank(s) 2 did not join within the "
+                   "timeout (MIXCCL_TIMEOUT_S)");
+  }
+}
+
+// Rank 1 never makes its call: rank 0 waits on the slots until its own mixcclCommAbort (from
+// another thread) ends the wait; rank 1's next call then fails naming rank 0.
+TEST_F(FaultTest, AbortFromAnotherThreadEndsASlotWait) {
+  const int n = 2;
+  Job job(n, 60);
+  ASSERT_TRUE(job.ok());
+  job.start([&](const mixcclUniqueId& id, int rank, int nranks, Shared* sh) {
+    RankReport* rep = &sh->ranks[rank];
+    mixcclComm_t comm;
+    if (initRank(&comm, id, rank, nranks, 30) != mixcclSuccess) return 3;
+    if (smallAllReduceOnSlots(comm) != mixcclSuccess) return 4;
+    if (rank == 0) {
+      std::thread aborter([&] {
+        fault::sleepSeconds(0.3);  // well past the spin: the wait sleeps on the futex
+        sh->injectedAt = now();
+        rep->laterCode = mixcclCommAbort(comm);
+      });
+      rep->code = smallAllReduce(comm);
+      rep->failedAt = now();
+      fault::copyMessage(rep, mixcclGetLastError(nullptr));
+      aborter.join();
+      rep->threadsAfterDestroy = fault::countThreads();
+      return rep->laterCode == mixcclSuccess ? 0 : 7;
+    }
+    while (sh->injectedAt == 0) usleep(1000);
+    fault::sleepSeconds(0.2);
+    double t0 = now();
+    rep->code = smallAllReduce(comm);
+    rep->failedAt = sh->injectedAt;
+    rep->laterSeconds = now() - t0;
+    fault::copyMessage(rep, mixcclGetLastError(comm));
+    t0 = now();
+    rep->laterCode = smallAllReduce(comm);
+    if (mixcclCommDestroy(comm) != mixcclSuccess) return 9;
+    rep->destroySeconds = now() - t0;
+    rep->threadsAfterDestroy = fault::countThreads();
+    return 0;
+  });
+  ASSERT_TRUE(job.waitExit());
+  const RankReport& r0 = job.report(0);
+  fprintf(stderr, "[abort on slots] rank 0: %s %.3f s after mixcclCommAbort: %s\n",
+          mixcclGetErrorString((mixcclResult_t)r0.code), r0.failedAt - job.shared()->injectedAt,
+          r0.message);
+  EXPECT_EQ(job.exitCode(0), 0);
+  EXPECT_EQ(r0.code, mixcclInvalidUsage);
+  EXPECT_NE(std::string(r0.message).find("mixcclCommAbort was called"), std::string::npos);
+  EXPECT_LT(r0.failedAt - job.shared()->injectedAt, 1.0);
+  EXPECT_EQ(r0.threadsAfterDestroy, 1);
+  const RankReport& r1 = job.report(1);
+  EXPECT_EQ(job.exitCode(1), 0);
+  EXPECT_EQ(r1.code, mixcclRemoteError);
+  EXPECT_LT(r1.laterSeconds, 0.2) << "the aborted peer was known before the call";
+  EXPECT_NE(std::string(r1.message).find(named(0)), std::string::npos) << r1.message;
+  EXPECT_EQ(r1.threadsAfterDestroy, 1);
+}
+
+// A rank that destroys the communicator while a peer waits for it on the slots: the peer's
+// wait ends at once with mixcclRemoteError saying so, not at the deadline.
+TEST_F(FaultTest, PeerDestroyingWhileAWaitOnSlotsIsNamed) {
+  const int n = 2;
+  Job job(n, 60);
+  ASSERT_TRUE(job.ok());
+  job.start([&](const mixcclUniqueId& id, int rank, int nranks, Shared* sh) {
+    RankReport* rep = &sh->ranks[rank];
+    mixcclComm_t comm;
+    if (initRank(&comm, id, rank, nranks, 30) != mixcclSuccess) return 3;
+    if (smallAllReduceOnSlots(comm) != mixcclSuccess) return 4;
+    if (rank == 1) {
+      fault::sleepSeconds(0.3);
+      sh->injectedAt = now();
+      return mixcclCommDestroy(comm) == mixcclSuccess ? 0 : 9;
+    }
+    rep->code = smallAllReduce(comm);
+    rep->failedAt = now();
+    fault::copyMessage(rep, mixcclGetLastError(comm));
+    mixcclCommDestroy(comm);
+    return 0;
+  });
+  ASSERT_TRUE(job.waitExit());
+  const RankReport& r0 = job.report(0);
+  fprintf(stderr, "[peer destroyed] rank 0: %s %.3f s after: %s\n",
+          mixcclGetErrorString((mixcclResult_t)r0.code), r0.failedAt - job.shared()->injectedAt,
+          r0.message);
+  EXPECT_EQ(job.exitCode(0), 0);
+  EXPECT_EQ(job.exitCode(1), 0);
+  EXPECT_EQ(r0.code, mixcclRemoteError);
+  EXPECT_LT(r0.failedAt - job.shared()->injectedAt, kPromptSeconds);
+  EXPECT_NE(std::string(r0.message).find("rank 1"), std::string::npos) << r0.message;
+}

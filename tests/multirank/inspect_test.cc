@@ -123,9 +123,52 @@ int algoRank(mixcclComm_t comm, int rank, int nranks, void*) {
   return 0;
 }
 
+// Over sockets: on one host's shared memory the small calls would take the slots (below).
 TEST(Inspect, AlgorithmFollowsSizeAndRankCount) {
+  gHarnessNet = "socket";
   EXPECT_EQ(runRanks(4, algoRank, nullptr, 60), 0);
   EXPECT_EQ(runRanks(3, algoRank, nullptr, 60), 0);
+  gHarnessNet = nullptr;
+}
+
+// One host, shared memory: calls whose largest part fits a slot run on the shared-memory slots
+// (transport/shm_slots.h). The slot size follows the L2 cache unless MIXCCL_SHM_SLOT_BYTES sets
+// it (CTest runs this once more with 4096 and with 0: the setting must take effect).
+int slotsRank(mixcclComm_t comm, int rank, int nranks, void*) {
+  const char* forced = getenv("MIXCCL_SHM_SLOT_BYTES");
+  const size_t slot = std::stoul(inspected(comm, "shm_slot_bytes"));
+  if (forced) RANK_CHECK(slot == std::stoul(forced));
+  if (slot == 0) {
+    RANK_CHECK(inspected(comm, "algo.allreduce.8") == "rd");
+    return 0;
+  }
+  RANK_CHECK(slot >= 4096);
+  const std::string n = std::to_string(nranks);
+  RANK_CHECK(inspected(comm, "algo.allreduce.8") == "slots");
+  RANK_CHECK(inspected(comm, "algo.allreduce." + std::to_string(slot)) == "slots");
+  RANK_CHECK(inspected(comm, "algo.allreduce." + std::to_string(slot + 4)) != "slots");
+  RANK_CHECK(inspected(comm, "algo.allgather." + std::to_string(slot * nranks)) == "slots");
+  RANK_CHECK(inspected(comm, "algo.allgather." + std::to_string((slot + 4) * nranks)) != "slots");
+  RANK_CHECK(inspected(comm, "algo.allreduce.0") != "slots");  // nothing to move
+  return 0;
+}
+
+TEST(Inspect, SmallCallsTakeTheSlotsOnOneHost) {
+  EXPECT_EQ(runRanks(3, slotsRank, nullptr, 60), 0);
+  EXPECT_EQ(runRanks(2, slotsRank, nullptr, 60), 0);
+}
+
+int noSlotsRank(mixcclComm_t comm, int rank, int, void*) {
+  RANK_CHECK(inspected(comm, "shm_slot_bytes") == "0");
+  RANK_CHECK(inspected(comm, "algo.allreduce.8") == "rd");
+  return 0;
+}
+
+// Not every pair on shared memory: no slots.
+TEST(Inspect, SocketsGiveNoSlots) {
+  gHarnessNet = "socket";
+  EXPECT_EQ(runRanks(3, noSlotsRank, nullptr, 60), 0);
+  gHarnessNet = nullptr;
 }
 
 int oneDomainRank(mixcclComm_t comm, int rank, int nranks, void*) {
@@ -171,10 +214,10 @@ TEST(Inspect, AdaptorsFormDomains) {
 int errorsRank(mixcclComm_t comm, int rank, int nranks, void*) {
   const std::string f = "mixcclCommInspect: ";
   RANK_CHECK(failsWith(comm, "nosuchkey", 64, f + "unknown key 'nosuchkey' (keys: transport.<peer>, "
-             "transport_why.<peer>, transport_detail.<peer>, device_direct.<peer>, algo.allreduce.<bytes>, algo.allgather.<bytes>, domains, adaptor.<rank>, memory)"));
+             "transport_why.<peer>, transport_detail.<peer>, device_direct.<peer>, algo.allreduce.<bytes>, algo.allgather.<bytes>, domains, adaptor.<rank>, memory, shm_slot_bytes)"));
   RANK_CHECK(failsWith(comm, "algo.reduce.8", 64, f + "unknown key 'algo.reduce.8' (keys: "
              "transport.<peer>, transport_why.<peer>, transport_detail.<peer>, device_direct.<peer>, algo.allreduce.<bytes>, algo.allgather.<bytes>, domains, "
-             "adaptor.<rank>, memory)"));
+             "adaptor.<rank>, memory, shm_slot_bytes)"));
   RANK_CHECK(failsWith(comm, "transport.3", 64,
                        f + "key 'transport.3': no rank 3 in this communicator of 3 ranks"));
   RANK_CHECK(failsWith(comm, "transport.-1", 64, f + "key 'transport.-1': '-1' is not a rank number"));
