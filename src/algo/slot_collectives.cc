@@ -51,12 +51,12 @@ bool fitsSlots(const ShmSlots& slots, const SlotCall& call) {
   return most <= slots.slotBytes();
 }
 
-Result slotCollective(ShmSlots& s, const SlotCall& c, const Deadline& deadline, Health& health) {
+Result slotCollective(ShmSlots& s, const SlotCall& c, double timeoutS, Health& health) {
   const CollKindSpec& spec = collSpec(c.kind);
   const int n = s.nranks(), me = s.rank();
   const SlotStamp mine = stampOf(c);
   const uint64_t seq = s.publish(mine, c.sendbuf, publishedBytes(c, me, n));
-  MIXCCL_CHECK(s.waitForAll(seq, deadline, health, spec.apiName));
+  MIXCCL_CHECK(s.waitForAll(seq, timeoutS, health, spec.apiName));
   // Every rank compares every stamp, so all of them reach the same verdict.
   for (int q = 0; q < n; ++q) {
     const SlotHeader& h = s.headerOf(q, seq);

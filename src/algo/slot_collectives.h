@@ -30,7 +30,6 @@ bool fitsSlots(const ShmSlots& slots, const SlotCall& call);
 
 // Runs the call on the slots. A peer that called something else (kind, count, type, op, root)
 // gives mixcclInvalidUsage naming it on every rank, and the communicator stays usable.
-Result slotCollective(ShmSlots& slots, const SlotCall& call, const Deadline& deadline,
-                      Health& health);
+Result slotCollective(ShmSlots& slots, const SlotCall& call, double timeoutS, Health& health);
 
 }  // namespace mixccl

@@ -20,6 +20,11 @@ bool Health::fail(Result code, const std::string& message, int culprit) {
 }
 
 Result Health::error(std::string* message) const {
+  // Healthy, the common case: no lock (code_ is set last, under the lock, by fail()).
+  if (code_.load(std::memory_order_acquire) == mixcclSuccess) {
+    if (message) message->clear();
+    return mixcclSuccess;
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   if (message) *message = message_;
   return (Result)code_.load();

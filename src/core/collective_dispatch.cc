@@ -101,11 +101,15 @@ Result runNative(Comm* comm, CollContext& c, const CollCall& call) {
   }
 }
 
-// The shared-memory slots take a call (one host, every pair on shared memory, the algorithm
-// not forced) when the largest part any rank publishes fits a slot.
-bool slotsTake(const Comm* comm, size_t largestPart) {
+// The slots exist (one host, every pair on shared memory), the algorithm is not forced, and
+// the largest part any rank publishes fits a slot.
+bool slotsTakeBytes(const Comm* comm, size_t largestPart) {
   return comm->shmSlots && env().algo == "auto" && largestPart > 0 &&
          largestPart <= comm->shmSlots->slotBytes();
+}
+
+SlotCall slotCallOf(const CollCall& call) {
+  return SlotCall{call.kind, call.sendbuf, call.recvbuf, call.count, call.type, call.op, call.root};
 }
 
 }  // namespace
@@ -160,6 +164,17 @@ Result runFlat(CollContext& c, const CollCall& call) {
   return raiseError(mixcclInternalError, "runFlat: unknown collective");
 }
 
+bool slotsTake(const Comm* comm, const CollCall& call) {
+  return comm->shmSlots && env().algo == "auto" && routeOf(comm) == CollRoute::Flat &&
+         fitsSlots(*comm->shmSlots, slotCallOf(call));
+}
+
+Result runOnSlots(Comm* comm, const CollCall& call) {
+  TRACE(kLogColl, "rank %d: %s: shared-memory slots", comm->rank,
+        describeCollDesc(collDescOf(call)).c_str());
+  return slotCollective(*comm->shmSlots, slotCallOf(call), comm->config.timeoutS, comm->health);
+}
+
 CollRoute routeOf(const Comm* comm) {
   if (comm->domainMap.single()) return comm->domainComm ? CollRoute::Native : CollRoute::Flat;
   return comm->adaptor->table->memoryKind == MIXCCL_ADAPTOR_DEVICE_MEMORY ? CollRoute::Staged
@@ -171,7 +186,7 @@ const char* algorithmName(const Comm* comm, CollKind kind, size_t bytes) {
   if (route == CollRoute::Native) return "native";
   // bytes: the AllReduce's buffer, the AllGather's whole output (each rank publishes 1/n).
   if (route == CollRoute::Flat &&
-      slotsTake(comm, kind == CollKind::AllGather ? bytes / comm->nranks : bytes))
+      slotsTakeBytes(comm, kind == CollKind::AllGather ? bytes / comm->nranks : bytes))
     return "slots";
   // runAcrossDomains (the staged path too): cross-domain AllReduce and Broadcast, else runFlat.
   if (route != CollRoute::Flat && (kind == CollKind::AllReduce || kind == CollKind::Broadcast))
@@ -200,12 +215,7 @@ Result runCollective(Comm* comm, CollContext& c, const CollCall& call,
   if (preMul) return runStaged(comm, call, preMul);
   switch (route) {
     case CollRoute::Native: return runNative(comm, c, call);
-    case CollRoute::Flat: {
-      const SlotCall sc{call.kind, call.sendbuf, call.recvbuf, call.count, call.type, call.op, call.root};
-      if (comm->shmSlots && env().algo == "auto" && fitsSlots(*comm->shmSlots, sc))
-        return slotCollective(*comm->shmSlots, sc, c.transfers.deadline(), comm->health);
-      return runFlat(c, call);
-    }
+    case CollRoute::Flat: return runFlat(c, call);
     case CollRoute::Staged: return runStaged(comm, call, preMul);
     case CollRoute::AcrossDomains: break;
   }

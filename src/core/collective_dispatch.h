@@ -22,9 +22,15 @@ CollRoute routeOf(const Comm* comm);
 
 // The algorithm runCollective runs for kind on comm with `bytes` (AllReduce: the per-rank
 // message; AllGather: the whole result, as MIXCCL_RH_THRESHOLD counts it): "native",
-// "hierarchical", "ring", "rd", "rh", "chain", "pairwise", "direct". mixcclCommInspect's
+// "hierarchical", "ring", "rd", "rh", "chain", "pairwise", "direct", "slots". mixcclCommInspect's
 // answer, so what tests assert is what dispatch does.
 const char* algorithmName(const Comm* comm, CollKind kind, size_t bytes);
+
+// Whether the shared-memory slots (algo/slot_collectives.h) take call: one host domain whose
+// pairs all run on shared memory, MIXCCL_ALGO not forcing an algorithm, and the largest part
+// any rank publishes within a slot. runOnSlots then runs it in the calling thread.
+bool slotsTake(const Comm* comm, const CollCall& call);
+Result runOnSlots(Comm* comm, const CollCall& call);
 
 // Runs call on comm; c is the whole-communicator context of this call.
 // preMul: the call is a pre-multiplied sum (call.op is already Sum) whose inputs are on device

@@ -75,6 +75,11 @@ Result groupEnd() {
 
 Result submitWork(WorkItem item) {
   MIXCCL_CHECK(checkCommReady(item.name, item.comm));
+  if (tlsGroup.depth == 0 && item.kind == WorkItem::Kind::Collective) {
+    // Runs at once on this thread; the caller's reference keeps the communicator alive.
+    setLogRank(item.comm->rank);
+    return executeCollective(item.comm, &item);
+  }
   item.comm->refs.fetch_add(1);
   std::vector<std::unique_ptr<WorkItem>> one;
   one.emplace_back(new WorkItem(std::move(item)));

@@ -55,14 +55,41 @@ Result nativeTransfers(Comm* comm, const std::vector<WorkItem*>& items) {
   return checkNative(t, "groupEnd", end);
 }
 
-}  // namespace
-
-Result executeOnComm(Comm* comm, const std::vector<WorkItem*>& items) {
+Result checkNotFailed(Comm* comm) {
+  if (!comm->health.failed()) return mixcclSuccess;
   std::string why;
   Result failed = comm->health.error(&why);
-  if (failed != mixcclSuccess)
-    return raiseError(failed, "rank %d: the communicator has failed earlier: %s", comm->rank,
-                      why.c_str());
+  return raiseError(failed, "rank %d: the communicator has failed earlier: %s", comm->rank,
+                    why.c_str());
+}
+
+// One collective: on the shared-memory slots where they take it, else the chosen algorithm
+// through the proxy. deadline: the group's, or null for one from now.
+Result runOneCollective(Comm* comm, WorkItem* w, const Deadline* deadline) {
+  const bool deviceMemory = comm->adaptor->table->memoryKind == MIXCCL_ADAPTOR_DEVICE_MEMORY;
+  // Host memory is scaled here; device memory in the staged job (runCollective).
+  const bool stagedPreMul = w->isPreMul && deviceMemory;
+  if (w->isPreMul && !deviceMemory)
+    applyPreMulSum(w->preMul, comm->rank, comm->nranks, &w->call, &w->scaled);
+  if (!stagedPreMul && slotsTake(comm, w->call)) return runOnSlots(comm, w->call);
+  Transfers t(*comm->proxy, deadline ? *deadline : Deadline::afterSeconds(comm->config.timeoutS));
+  CollContext ctx{comm->rank, comm->nranks, t, env().chunkBytes};
+  Result r = runCollective(comm, ctx, w->call, stagedPreMul ? &w->preMul : nullptr);
+  if (r == mixcclSuccess) r = t.waitAll();
+  return r;
+}
+
+}  // namespace
+
+Result executeCollective(Comm* comm, WorkItem* w) {
+  if (env().checkMismatch) return executeOnComm(comm, {w});
+  MIXCCL_CHECK(checkNotFailed(comm));
+  ++comm->collSeq;
+  return runOneCollective(comm, w, nullptr);
+}
+
+Result executeOnComm(Comm* comm, const std::vector<WorkItem*>& items) {
+  MIXCCL_CHECK(checkNotFailed(comm));
   Deadline deadline = Deadline::afterSeconds(comm->config.timeoutS);
   const bool deviceMemory = comm->adaptor->table->memoryKind == MIXCCL_ADAPTOR_DEVICE_MEMORY;
   if (deviceMemory) MIXCCL_CHECK(nativeTransfers(comm, items));
@@ -86,14 +113,7 @@ Result executeOnComm(Comm* comm, const std::vector<WorkItem*>& items) {
     } else {
       ++comm->collSeq;
     }
-    // Host memory is scaled here; device memory in the staged job (runCollective).
-    const bool stagedPreMul = w->isPreMul && deviceMemory;
-    if (w->isPreMul && !deviceMemory)
-      applyPreMulSum(w->preMul, comm->rank, comm->nranks, &w->call, &w->scaled);
-    Transfers t(*comm->proxy, deadline);
-    CollContext ctx{comm->rank, comm->nranks, t, env().chunkBytes};
-    first = runCollective(comm, ctx, w->call, stagedPreMul ? &w->preMul : nullptr);
-    if (first == mixcclSuccess) first = t.waitAll();
+    first = runOneCollective(comm, w, &deadline);
     if (first != mixcclSuccess) break;
   }
   Result selfResult = deviceMemory ? mixcclSuccess : matchSelfTransfers(comm, items);

@@ -34,5 +34,8 @@ struct WorkItem {
 // Executes the items of one communicator: all point-to-point items in flight together, the
 // collectives in order, then waits for everything. Returns the first error.
 Result executeOnComm(Comm* comm, const std::vector<WorkItem*>& items);
+// One collective outside a group, the common case: the same, without the bookkeeping a group
+// needs (no point-to-point transfers to start, no list).
+Result executeCollective(Comm* comm, WorkItem* w);
 
 }  // namespace mixccl

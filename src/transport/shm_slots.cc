@@ -139,6 +139,7 @@ Result ShmSlots::setup(const ShmSlotsParams& p, const std::vector<std::vector<So
 
   // 2. Each rank creates its own segment, 3. maps everyone else's; 4. no name stays.
   std::unique_ptr<ShmSlots> s(new ShmSlots(p));
+  s->names_ = peerNames;
   Result r = agreeOnStep(peers, conns, names, deadline, s->createMine(), p.rank, "create");
   if (r == mixcclSuccess) {
     Result mapped = mixcclSuccess;
@@ -169,10 +170,13 @@ uint64_t ShmSlots::publish(const SlotStamp& stamp, const void* data, size_t byte
   s->stamp = stamp;
   if (bytes) memcpy(reinterpret_cast<char*>(s) + sizeof(SlotHeader), data, bytes);
   s->seq.store(seq, std::memory_order_seq_cst);
-  // seq_cst on both sides (see sleepOn): a reader that saw no data and went to sleep is woken.
+  // seq_cst on both sides (sleepOn counts itself in sleepers, then looks at seq): either the
+  // sleeper sees this seq and stays awake, or this load sees the sleeper and wakes it.
   ShmSlotsHeader* h = headerOfSegment(p_.rank);
-  h->wakeWord.fetch_add(1, std::memory_order_seq_cst);
-  if (h->sleepers.load(std::memory_order_seq_cst) != 0) futexCall(&h->wakeWord, FUTEX_WAKE, INT_MAX, nullptr);
+  if (h->sleepers.load(std::memory_order_seq_cst) != 0) {
+    h->wakeWord.fetch_add(1, std::memory_order_seq_cst);
+    futexCall(&h->wakeWord, FUTEX_WAKE, INT_MAX, nullptr);
+  }
   return seq;
 }
 
@@ -187,19 +191,25 @@ void ShmSlots::sleepOn(int rank, uint64_t seq, int maxMs) {
   h->sleepers.fetch_sub(1, std::memory_order_seq_cst);
 }
 
-Result ShmSlots::waitForAll(uint64_t seq, const Deadline& deadline, Health& health, const char* what) {
+Result ShmSlots::waitForAll(uint64_t seq, double timeoutS, Health& health, const char* what) {
   // Polling first without giving the CPU away (a peer on its own core answers in well under a
   // microsecond), then yielding it at every poll (a late peer may need exactly this CPU), past
-  // the spin time sleeping until the peer publishes.
-  const auto start = Clock::now();
-  const auto yieldFrom = start + std::chrono::microseconds(p_.yieldWhileSpinning ? 0 : kPureSpinUs);
-  const auto sleepFrom = start + std::chrono::microseconds(p_.spinUs);
-  bool yielding = p_.yieldWhileSpinning;
+  // the spin time sleeping until the peer publishes. The clock starts at the first check.
+  bool timing = false, yielding = p_.yieldWhileSpinning;
+  Clock::time_point yieldFrom, sleepFrom;
+  Deadline deadline = Deadline::afterSeconds(0);
   for (int r = 0; r < p_.nranks; ++r) {
     if (r == p_.rank) continue;
     unsigned polls = 0;
     while (!arrived(r, seq)) {
       if ((++polls & 63) == 0) {
+        if (!timing) {
+          timing = true;
+          const auto start = Clock::now();
+          yieldFrom = start + std::chrono::microseconds(kPureSpinUs);
+          sleepFrom = start + std::chrono::microseconds(p_.spinUs);
+          deadline = Deadline::afterSeconds(timeoutS);
+        }
         MIXCCL_CHECK(checkWhileWaiting(r, seq, deadline, health, what));
         const auto now = Clock::now();
         yielding = yielding || now >= yieldFrom;
@@ -222,16 +232,16 @@ Result ShmSlots::checkWhileWaiting(int r, uint64_t seq, const Deadline& deadline
   if (failed != mixcclSuccess) return adoptError(failed, msg);
   const std::string me = "rank " + std::to_string(p_.rank) + ": " + what + " on shared-memory slots: ";
   if (headerOfSegment(r)->closed.load(std::memory_order_acquire) && !arrived(r, seq)) {
-    msg = me + "rank " + std::to_string(r) + " has left the communicator (destroyed it) while "
-          "this rank waited for it";
+    msg = me + names_[r] + " has left the communicator (destroyed it) while this rank waited "
+          "for it";
     health.fail(mixcclRemoteError, msg, r);
     return adoptError(mixcclRemoteError, msg);
   }
   if (!deadline.expired()) return mixcclSuccess;
   std::string missing;
   for (int q = 0; q < p_.nranks; ++q)
-    if (q != p_.rank && !arrived(q, seq)) missing += (missing.empty() ? "" : ", ") + std::to_string(q);
-  msg = me + "rank(s) " + missing + " did not join within the timeout (MIXCCL_TIMEOUT_S)";
+    if (q != p_.rank && !arrived(q, seq)) missing += (missing.empty() ? "" : ", ") + names_[q];
+  msg = me + missing + " did not join within the timeout (MIXCCL_TIMEOUT_S)";
   health.fail(mixcclTimeout, msg, r);
   return adoptError(mixcclTimeout, msg);
 }

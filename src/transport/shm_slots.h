@@ -61,7 +61,7 @@ struct ShmSlotsHeader {
   int32_t ownerRank;
   int32_t ownerPid;
   // Readers that stop spinning sleep on wakeWord (a futex, shared between processes); the owner
-  // bumps it after every publish and wakes them if sleepers says anyone sleeps.
+  // bumps it and wakes them after a publish when sleepers says anyone sleeps.
   alignas(64) std::atomic<uint32_t> wakeWord;
   std::atomic<uint32_t> sleepers;
   std::atomic<uint32_t> closed;  // 1: the owner destroyed the communicator (set last)
@@ -104,9 +104,10 @@ class ShmSlots {
   // slot and the peers are told. Returns the operation's number.
   uint64_t publish(const SlotStamp& stamp, const void* data, size_t bytes);
   // Waits until every other rank has published operation seq. A failure of the communicator
-  // (health: a dead peer, an abort) ends the wait with that error; the deadline with
-  // mixcclTimeout naming the ranks that never arrived (what: the call, for the message).
-  Result waitForAll(uint64_t seq, const Deadline& deadline, Health& health, const char* what);
+  // (health: a dead peer, an abort) ends the wait with that error; timeoutS seconds with
+  // mixcclTimeout naming the ranks that never arrived (what: the call, for the message). No
+  // clock is read while the peers are already there.
+  Result waitForAll(uint64_t seq, double timeoutS, Health& health, const char* what);
   // What rank published for operation seq (valid after waitForAll, until the next publish).
   const SlotHeader& headerOf(int rank, uint64_t seq) const { return *slot(rank, seq); }
   const char* dataOf(int rank, uint64_t seq) const {
@@ -134,6 +135,7 @@ class ShmSlots {
 
   ShmSlotsParams p_;
   std::vector<ShmSegment> segs_;  // [rank]: that rank's segment ([p_.rank]: ours)
+  std::vector<std::string> names_;  // [rank]: "rank 2 (host pid 123)", for messages
   uint64_t next_ = 1;             // the number of the next operation
 };
 

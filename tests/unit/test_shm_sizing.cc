@@ -55,5 +55,28 @@ TEST(ShmSizing, TheReasonNamesTheInputs) {
   EXPECT_NE(why.find("at least 4 chunks (1024 KiB)"), std::string::npos) << why;
 }
 
+// The slots: 4 x nranks of them within one core's L2, a power of two, within 4-64 KiB.
+TEST(ShmSlotSizing, FollowsTheL2AndTheRankCount) {
+  EXPECT_EQ(shmSlotBytesFor(1 * MiB, 1, 2, nullptr), 64 * KiB);  // this VM, 2 and 4 ranks: the cap
+  EXPECT_EQ(shmSlotBytesFor(1 * MiB, 1, 4, nullptr), 64 * KiB);
+  EXPECT_EQ(shmSlotBytesFor(1 * MiB, 1, 8, nullptr), 32 * KiB);
+  EXPECT_EQ(shmSlotBytesFor(1 * MiB, 1, 3, nullptr), 64 * KiB);  // 85 KiB rounds down, capped
+  EXPECT_EQ(shmSlotBytesFor(512 * KiB, 1, 4, nullptr), 32 * KiB);
+  EXPECT_EQ(shmSlotBytesFor(2 * MiB, 4, 8, nullptr), 16 * KiB);  // an L2 shared by 4 cores
+}
+
+TEST(ShmSlotSizing, StaysWithinTheBounds) {
+  EXPECT_EQ(shmSlotBytesFor(256 * KiB, 1, 64, nullptr), kShmSlotMinBytes);
+  EXPECT_EQ(shmSlotBytesFor(64 * MiB, 1, 2, nullptr), kShmSlotMaxBytes);
+}
+
+TEST(ShmSlotSizing, UnknownL2KeepsTheFixedDefault) {
+  std::string why;
+  EXPECT_EQ(shmSlotBytesFor(0, 1, 4, &why), kShmSlotFallbackBytes);
+  EXPECT_NE(why.find("not reported"), std::string::npos) << why;
+  shmSlotBytesFor(1 * MiB, 1, 8, &why);
+  EXPECT_EQ(why, "L2 1024 KiB per core / (4 x 8 ranks) -> 32 KiB, within 4-64 KiB");
+}
+
 }  // namespace
 }  // namespace mixccl
