@@ -46,9 +46,9 @@ void reduceAll(const ShmSlots& s, uint64_t seq, size_t at, size_t count, mixcclD
 
 bool fitsSlots(const ShmSlots& slots, const SlotCall& call) {
   if (call.count == 0 || slots.nranks() < 2) return false;
-  size_t most = 0;
-  for (int r = 0; r < slots.nranks(); ++r) most = std::max(most, publishedBytes(call, r, slots.nranks()));
-  return most <= slots.slotBytes();
+  // The largest part: the root's where only the root publishes, the same on every rank else.
+  const BufferShape& send = collSpec(call.kind).send;
+  return call.count * send.multiplier(slots.nranks()) * dataTypeSize(call.type) <= slots.slotBytes();
 }
 
 Result slotCollective(ShmSlots& s, const SlotCall& c, double timeoutS, Health& health) {
