@@ -75,21 +75,15 @@ Result groupEnd() {
 
 Result submitWork(WorkItem item) {
   MIXCCL_CHECK(checkCommReady(item.name, item.comm));
-  if (tlsGroup.depth == 0 && item.kind == WorkItem::Kind::Collective) {
+  if (tlsGroup.depth == 0) {
     // Runs at once on this thread; the caller's reference keeps the communicator alive.
     setLogRank(item.comm->rank);
-    return executeCollective(item.comm, &item);
+    if (item.kind == WorkItem::Kind::Collective) return executeCollective(item.comm, &item);
+    return executeOnComm(item.comm, {&item});
   }
-  item.comm->refs.fetch_add(1);
-  std::vector<std::unique_ptr<WorkItem>> one;
-  one.emplace_back(new WorkItem(std::move(item)));
-  if (tlsGroup.depth > 0) {
-    tlsGroup.items.push_back(std::move(one[0]));
-    return mixcclSuccess;
-  }
-  Result r = executeItems(one);
-  releaseItems(one);
-  return r;
+  item.comm->refs.fetch_add(1);  // the group's, until its end has run the item
+  tlsGroup.items.emplace_back(new WorkItem(std::move(item)));
+  return mixcclSuccess;
 }
 
 }  // namespace mixccl
