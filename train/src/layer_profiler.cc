@@ -4,6 +4,7 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "mixccl/train/adamw.h"
 #include "mixccl/train/speed_emulation.h"
 
 namespace mixccl::train {
@@ -94,6 +95,25 @@ std::vector<MeasuredPart> MeasureParts(const GptConfig& model, const ProfilerOpt
   return out;
 }
 
+MeasuredUpdate MeasureUpdate(const GptConfig& model, int repeats) {
+  GptStage whole(model, StageRange::Whole(model));
+  whole.Init(1);
+  std::vector<float>& grads = whole.grads();
+  for (size_t i = 0; i < grads.size(); ++i) grads[i] = 1e-4f * static_cast<float>(i % 7);
+  AdamW optimizer(AdamWConfig(), whole.tensors(), whole.params().size());
+  std::vector<double> t;
+  for (int k = 0; k <= repeats; ++k) {
+    // As Trainer::Step: gradients zeroed before the passes, then the norm and the update.
+    const auto t0 = Clock::now();
+    whole.ZeroGrads();
+    for (size_t i = 0; i < grads.size(); i += 64) grads[i] = 1e-4f;
+    const double sum = SumOfSquares(grads.data(), grads.size());
+    optimizer.Step(whole.params().data(), grads.data(), ClipScale(sum, 1.0));
+    if (k > 0) t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  return {static_cast<double>(whole.params().size()), Mean(t)};
+}
+
 namespace {
 
 // Least squares of y/x = b + a/x over the points; writes a + b x back. See the header.
@@ -146,7 +166,7 @@ std::string PlannerModelName(const GptConfig& m) {
 
 std::string ProfileJson(const GptConfig& model, const ClusterSpec& cluster,
                         const std::vector<std::vector<MeasuredPart>>& parts_per_type,
-                        double slowdown_base) {
+                        double slowdown_base, const MeasuredUpdate& update) {
   nlohmann::ordered_json j;
   j["comment"] =
       "measured by mixccl-train --profile-out; each device type's times are the measured "
@@ -170,6 +190,12 @@ std::string ProfileJson(const GptConfig& model, const ClusterSpec& cluster,
       entry(nullptr, p.block_forward_s, p.block_backward_s);
       entry("embedding", p.embedding_forward_s, p.embedding_backward_s);
       entry("head", p.head_forward_s, p.head_backward_s);
+    }
+    if (update.parameters > 0.0) {
+      entries.push_back({{"device_type", d.name},
+                         {"part", "update"},
+                         {"parameters", update.parameters},
+                         {"update_ms", update.seconds * 1e3}});
     }
   }
   j["entries"] = entries;

@@ -84,7 +84,13 @@ int RunProfiling(const TrainCli& cli) {
     FitOverMicroBatches(&parts.back());
     if (!cli.quiet) PrintParts(d.name, parts.back(), k, "fitted");
   }
-  WriteFile(cli.profile_out, ProfileJson(cli.options.model, cluster, parts, cli.slowdown_base));
+  const MeasuredUpdate update = MeasureUpdate(cli.options.model, options.repeats);
+  if (!cli.quiet) {
+    std::printf("update (zero gradients, norm, AdamW) of %.0f parameters %.3f ms, every type\n",
+                update.parameters, update.seconds * 1e3);
+  }
+  WriteFile(cli.profile_out,
+            ProfileJson(cli.options.model, cluster, parts, cli.slowdown_base, update));
   if (!cli.model_spec_out.empty()) {
     WriteFile(cli.model_spec_out,
               PlannerModelSpecJson(cli.options.model, cli.options.global_batch));

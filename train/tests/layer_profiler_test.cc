@@ -54,11 +54,19 @@ TEST(LayerProfiler, ThePlannerPlansFromTheWrittenProfile) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json p = nlohmann::json::parse(Slurp(profile));
   EXPECT_EQ(p["model"], "mixccl-gpt-L3-C32-H4-T32-V256");
-  // 2 types x 2 micro-batch sizes x (layer, embedding, head)
-  ASSERT_EQ(p["entries"].size(), 12u);
-  for (size_t i = 0; i < 12; ++i) {
-    EXPECT_EQ(p["entries"][i]["device_type"], i < 6 ? "fast" : "slow");
-    EXPECT_GT(p["entries"][i]["forward_ms"].get<double>(), 0.0);
+  // 2 types x (2 micro-batch sizes x (layer, embedding, head), update)
+  ASSERT_EQ(p["entries"].size(), 14u);
+  for (size_t i = 0; i < 14; ++i) {
+    EXPECT_EQ(p["entries"][i]["device_type"], i < 7 ? "fast" : "slow");
+    if (i % 7 == 6) {
+      // The update is not emulated: both types carry the one measurement of the whole model.
+      EXPECT_EQ(p["entries"][i]["part"], "update");
+      EXPECT_EQ(p["entries"][i]["parameters"].get<double>(), 55584.0);  // L3 C32 V256 T32
+      EXPECT_GT(p["entries"][i]["update_ms"].get<double>(), 0.0);
+      EXPECT_EQ(p["entries"][i]["update_ms"], p["entries"][6]["update_ms"]);
+    } else {
+      EXPECT_GT(p["entries"][i]["forward_ms"].get<double>(), 0.0);
+    }
   }
   r = Shell(std::string(MIXCCL_PLAN_BINARY) + " --model " + model + " --cluster " + kCluster +
             " --profile " + profile + " --json");
@@ -158,8 +166,8 @@ TEST(LayerProfiler, ProfiledHeadAndEmbeddingReplaceTheEstimate) {
     FAIL() << "accepted an unknown part";
   } catch (const SpecError& e) {
     EXPECT_STREQ(e.what(),
-                 "profile p.json entries[0]: 'part' must be \"layer\", \"embedding\" or \"head\", "
-                 "not \"tail\"");
+                 "profile p.json entries[0]: 'part' must be \"layer\", \"embedding\", \"head\" or "
+                 "\"update\", not \"tail\"");
   }
 }
 

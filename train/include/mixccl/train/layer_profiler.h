@@ -28,6 +28,19 @@ struct MeasuredPart {
   double block_activation_bytes = 0.0;                 // what one block keeps per micro-batch
 };
 
+// A rank's per-step work outside its forward and backward passes: zeroing the gradients, their
+// sum of squares (the clipping norm) and the AdamW update, for `parameters` parameters.
+struct MeasuredUpdate {
+  double parameters = 0.0;
+  double seconds = 0.0;
+};
+
+// Times that work on the whole model (mean wall time of `repeats` steps after one warm-up).
+// The trainer's speed emulation stretches forward and backward operations only, so the
+// update runs at the machine's speed on every emulated type: the profile gives every type
+// this time, not multiplied by a slowdown.
+MeasuredUpdate MeasureUpdate(const GptConfig& model, int repeats);
+
 // Measures with the duty cycle of a device `slowdown` times slower than the CPU (each timed
 // operation followed by its emulated idle, as the trainer runs such a device).
 std::vector<MeasuredPart> MeasureParts(const GptConfig& model, const ProfilerOptions& options,
@@ -48,10 +61,11 @@ std::string PlannerModelName(const GptConfig& model);
 
 // The --profile JSON: per device type of `cluster` (parts_per_type[i] measured for type i),
 // the measured times times its slowdown (times `slowdown_base`, as mixccl-train
-// --slowdown-base emulates it).
+// --slowdown-base emulates it), and with `update` (parameters > 0) one "update" entry per type
+// carrying it unscaled (MeasureUpdate).
 std::string ProfileJson(const GptConfig& model, const ClusterSpec& cluster,
                         const std::vector<std::vector<MeasuredPart>>& parts_per_type,
-                        double slowdown_base = 1.0);
+                        double slowdown_base = 1.0, const MeasuredUpdate& update = {});
 
 // The planner's model spec of the trainer's GPT (fp32, plain GELU MLP of 4C, no flash
 // attention, untied head) with `global_batch` sequences per step.
