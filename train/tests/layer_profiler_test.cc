@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -121,6 +122,32 @@ TEST(LayerProfiler, FitOverMicroBatchesKeepsAnAffineCostAndEvensOutNoise) {
   const double mean = (1e-6 + 1e-6 + 0.002) / 3.0;
   for (const MeasuredPart& p : steep) {
     EXPECT_NEAR(p.block_forward_s, mean * p.micro_batch, 1e-12) << p.micro_batch;
+  }
+}
+
+TEST(LayerProfiler, TypesAreMeasuredInTurnsOnTheSameWork) {
+  // Every type runs the same operations (CPU time before the slowdown), in turns repeat by
+  // repeat: their times differ by the machine's noise only, not by when each was measured.
+  GptConfig c;
+  c.num_layers = 2;
+  c.channels = 32;
+  c.num_heads = 4;
+  c.seq_len = 16;
+  ProfilerOptions o;
+  o.micro_batches = {1, 4};
+  o.repeats = 4;
+  const auto parts = MeasureParts(c, o, {1.0, 2.0, 1.5});
+  ASSERT_EQ(parts.size(), 3u);
+  for (const auto& type : parts) {
+    ASSERT_EQ(type.size(), 2u);
+    EXPECT_EQ(type[0].micro_batch, 1);
+    EXPECT_EQ(type[1].micro_batch, 4);
+    for (size_t i = 0; i < 2; ++i) {
+      const double a = type[i].block_forward_s + type[i].block_backward_s;
+      const double b = parts[0][i].block_forward_s + parts[0][i].block_backward_s;
+      EXPECT_GT(a, 0.0);
+      EXPECT_LT(std::max(a, b) / std::min(a, b), 2.0) << "size " << type[i].micro_batch;
+    }
   }
 }
 

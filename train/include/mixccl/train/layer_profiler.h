@@ -41,10 +41,13 @@ struct MeasuredUpdate {
 // this time, not multiplied by a slowdown.
 MeasuredUpdate MeasureUpdate(const GptConfig& model, int repeats);
 
-// Measures with the duty cycle of a device `slowdown` times slower than the CPU (each timed
-// operation followed by its emulated idle, as the trainer runs such a device).
-std::vector<MeasuredPart> MeasureParts(const GptConfig& model, const ProfilerOptions& options,
-                                       double slowdown = 1.0);
+// Measures, for each of `slowdowns` (one per device type), with the duty cycle of a device
+// that many times slower than the CPU (each timed operation followed by its emulated idle, as
+// the trainer runs such a device). The types take turns repeat by repeat (the machine's drift
+// then hits them alike); the result has one list of sizes per type.
+std::vector<std::vector<MeasuredPart>> MeasureParts(const GptConfig& model,
+                                                    const ProfilerOptions& options,
+                                                    const std::vector<double>& slowdowns);
 
 // Replaces each part's times by the affine fit time = a + b x micro_batch over the measured
 // sizes (least squares on the per-sequence time b + a / micro_batch). The model's compute is
