@@ -123,6 +123,15 @@ TEST(LayerProfiler, FitOverMicroBatchesKeepsAnAffineCostAndEvensOutNoise) {
   for (const MeasuredPart& p : steep) {
     EXPECT_NEAR(p.block_forward_s, mean * p.micro_batch, 1e-12) << p.micro_batch;
   }
+  // So does a negative fixed part, even one positive at every size: 1.5, 3.5 and 7.5 ms at
+  // 1, 2 and 4 sequences (-0.5 + 2 x) would make one sequence look cheapest per sequence.
+  std::vector<MeasuredPart> falling = {Part(1, 1.5e-3, 0.001), Part(2, 3.5e-3, 0.002),
+                                       Part(4, 7.5e-3, 0.004)};
+  FitOverMicroBatches(&falling);
+  const double per = (1.5e-3 + 3.5e-3 / 2 + 7.5e-3 / 4) / 3.0;
+  for (const MeasuredPart& p : falling) {
+    EXPECT_NEAR(p.block_forward_s, per * p.micro_batch, 1e-12) << p.micro_batch;
+  }
 }
 
 TEST(LayerProfiler, TypesAreMeasuredInTurnsOnTheSameWork) {

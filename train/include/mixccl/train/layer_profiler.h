@@ -55,8 +55,8 @@ std::vector<std::vector<MeasuredPart>> MeasureParts(const GptConfig& model,
 // measured one after another on a machine whose speed drifts, and each point's own noise (on
 // the shared build machine +-10-20% between neighbouring sizes) would otherwise make the
 // planner choose micro-batch sizes by which of them happened to be timed at a quiet moment.
-// Fewer than two sizes: unchanged. A fit that is not positive at every size keeps the mean
-// per-sequence time instead (a = 0).
+// Fewer than two sizes: unchanged. A fit with a negative fixed part a, or not positive at
+// every size, keeps the mean per-sequence time instead (a = 0).
 void FitOverMicroBatches(std::vector<MeasuredPart>* parts);
 
 // The planner's name for the trainer's model: "mixccl-gpt-L3-C32-H4-T32-V256".
