@@ -132,6 +132,23 @@ for name in names:
               f"{med(0, 0):.1f} / {med(0, 1):.1f} / {med(0, 2):.1f} | "
               f"{med(1, 0):.1f} / {med(1, 1):.1f} / {med(1, 2):.1f} |")
 
+# Stalls: steps lasting over 1.5 times their run's median step (an emulated device that the
+# machine held up for a moment; it pays the time back in its later idles, which a synchronised
+# step cannot use when another rank is then the slowest), over all rounds.
+print()
+stalls = []
+for name in names:
+    if same[name] != name:
+        continue
+    n = total = 0
+    for r in rounds:
+        t = [x["step_time_s"] for x in json.load(open(f"{out}/report-{name}-{r}.json"))["steps"][1:]]
+        med = statistics.median(t)
+        n += sum(x > 1.5 * med for x in t)
+        total += len(t)
+    stalls.append(f"{name} {n}/{total}")
+print("steps over 1.5 x their run's median: " + ", ".join(stalls))
+
 errs = [rows[n]["err"] for n in names if same[n] == n]
 print()
 print(f"prediction errors over the {len(errs)} distinct plans: "
