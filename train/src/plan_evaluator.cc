@@ -356,7 +356,7 @@ Plan PlanEvaluator::Price(const Structure& s, int m,
   // The step's synchronisation: every rank sums the step's loss over the job (and a pipeline
   // its gradient norm) after the gradient AllReduce, whose interval sums each wait for the
   // slowest replica holding the interval; the update follows. So the step lasts until the
-  // last pipeline finishes (`ready`), plus the longest AllReduce, plus the longest update;
+  // last pipeline finishes, plus the longest AllReduce, plus the longest update;
   // every other rank waits for that: a faster replica, a stage beside a slower one beyond the
   // 1F1B bubble, a rank with fewer parameters to sum or update.
   Plan plan;
