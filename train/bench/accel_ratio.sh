@@ -14,6 +14,14 @@
 #       (T_auto: the measured step time of the planner's first choice, T_best: the best one)
 #   error = (predicted - measured) / measured of every plan
 #
+# Each rank's time is predicted as busy (compute and sends) + wait + AllReduce + update; the
+# last table sets every rank's measured compute / comm / other against those.
+#
+# Run it at the default nice level, under flock /tmp/mixccl-measure.lock: the emulated
+# devices stand for dedicated ones, and under nice -n 19 every other process of the shared
+# machine (tests at nice 5, say) delays the ranks' wake-ups and operations in bursts (see
+# docs/training.md (b)).
+#
 #   train/bench/accel_ratio.sh [BUILD_DIR]
 #   env: CLUSTER=train/examples/emulated/cpu-fast-slow.json (or cpu-three-speeds.json)
 #        STEPS=30 REPS=5 BASE=3 G=24 TOP=5 OUT=/tmp/mixccl-accel-<cluster name>

@@ -100,6 +100,55 @@ for r in rounds:
     per_round.append(1 - abs(t["cand1"] - tb) / tb)
 print("E per round: " + ", ".join(f"{e:.3f}" for e in per_round))
 
+# Where each rank's step goes, measured (the reports' steps[].ranks, steps 2.., mean over the
+# steps, median over the rounds) against the prediction (mixccl-plan-predict's stages: busy =
+# compute and sends, wait, AllReduce, update). Measured "comm" holds the sends, the waits and
+# the AllReduce; "other" is the rest of the step (the update, reading data). Plans whose every
+# entry is one rank (tp 1, dp 1), whose rank is then the entry's index (the rank map).
+print()
+print("| plan | rank | device | micro-batch | layers | measured compute / comm / other ms "
+      "| predicted busy / wait + AllReduce / update ms |")
+print("|---|---|---|---|---|---|---|")
+for name in names:
+    if same[name] != name:
+        continue
+    plan = rows[name]["plan"]
+    if any(s["tp"] * s["dp"] != 1 for s in plan["stages"]):
+        continue
+    per_rank = {}
+    for r in rounds:
+        rep = json.load(open(f"{out}/report-{name}-{r}.json"))
+        pred = json.load(open(f"{out}/predict-{name}-{r}.json"))
+        steps = rep["steps"][1:] or rep["steps"]
+        for k, st in enumerate(pred.get("stages", [])):
+            m = [statistics.mean(x["ranks"][k][f] for x in steps)
+                 for f in ("compute_s", "comm_s", "idle_s")]
+            p = [st["busy_s"], st["wait_s"] + st["allreduce_s"], st["update_s"]]
+            per_rank.setdefault(k, []).append((m, p))
+    for k, v in per_rank.items():
+        s = plan["stages"][k]
+        med = lambda i, j: statistics.median(x[i][j] for x in v) * 1e3
+        print(f"| {name} | {k} | {s.get('device_type', '')} | {s['micro_batch']} | {s['layers']} | "
+              f"{med(0, 0):.1f} / {med(0, 1):.1f} / {med(0, 2):.1f} | "
+              f"{med(1, 0):.1f} / {med(1, 1):.1f} / {med(1, 2):.1f} |")
+
+# Stalls: steps lasting over 1.5 times their run's median step (an emulated device that the
+# machine held up for a moment; it pays the time back in its later idles, which a synchronised
+# step cannot use when another rank is then the slowest), over all rounds.
+print()
+stalls = []
+for name in names:
+    if same[name] != name:
+        continue
+    n = total = 0
+    for r in rounds:
+        t = [x["step_time_s"] for x in json.load(open(f"{out}/report-{name}-{r}.json"))["steps"][1:]]
+        med = statistics.median(t)
+        n += sum(x > 1.5 * med for x in t)
+        total += len(t)
+    stalls.append(f"{name} {n}/{total}")
+print("steps over 1.5 x their run's median: " + ", ".join(stalls))
+
 errs = [rows[n]["err"] for n in names if same[n] == n]
 print()
 print(f"prediction errors over the {len(errs)} distinct plans: "

@@ -5,7 +5,9 @@
 //
 //   mixccl-plan-predict --model MODEL.json --cluster CLUSTER.json [--profile PROFILE.json]
 //                       --plan PLAN.json
-// prints {"step_time_s": ..., "tokens_per_s": ..., "pipeline_s": ..., "allreduce_s": ...}.
+// prints {"step_time_s": ..., "tokens_per_s": ..., "pipeline_s": ..., "allreduce_s": ...,
+// "update_s": ..., "stages": [{group, stage, micro_batch, busy_s, allreduce_s, update_s,
+// wait_s} per plan entry]}.
 #include <cstdio>
 #include <exception>
 #include <memory>
@@ -71,11 +73,23 @@ int main(int argc, char** argv) {
     const MemoryModel memory(model);
     const PlanEvaluator evaluator(cost, memory);
     const Plan p = evaluator.Price(s, plan.micro_batches, plan.classes, layers, recompute);
+    // Per plan entry (group, stage, replica class, in the plan's order): what each rank of it
+    // is predicted to spend per step computing and sending, summing, updating and waiting.
+    std::string stages;
+    for (const StagePlan& st : p.stages) {
+      char row[256];
+      std::snprintf(row, sizeof row,
+                    "%s{\"group\": %d, \"stage\": %d, \"micro_batch\": %d, \"busy_s\": %.6g, "
+                    "\"allreduce_s\": %.6g, \"update_s\": %.6g, \"wait_s\": %.6g}",
+                    stages.empty() ? "" : ", ", st.group, st.stage, st.micro_batch, st.busy_s,
+                    st.allreduce_s, st.update_s, st.wait_s);
+      stages += row;
+    }
     std::printf(
         "{\"step_time_s\": %.6g, \"tokens_per_s\": %.6g, \"pipeline_s\": %.6g, "
-        "\"allreduce_s\": %.6g}\n",
+        "\"allreduce_s\": %.6g, \"update_s\": %.6g, \"stages\": [%s]}\n",
         p.predicted.step_time_s, p.predicted.tokens_per_s, p.predicted.pipeline_s,
-        p.predicted.allreduce_s);
+        p.predicted.allreduce_s, p.predicted.update_s, stages.c_str());
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "mixccl-plan-predict: %s\n", e.what());

@@ -71,6 +71,15 @@ PassTimes CostModel::Head(int type, int tp, int micro_batch) const {
   return t;
 }
 
+double CostModel::Update(int type, double parameters) const {
+  double per_parameter = 0.0;
+  if (profile_ == nullptr ||
+      !profile_->UpdateSecondsPerParameter(cluster_.device_types[type].name, &per_parameter)) {
+    return 0.0;
+  }
+  return per_parameter * parameters;
+}
+
 double CostModel::PointToPoint(int type_a, int tp_a, int type_b, int tp_b, bool same_domain,
                                int micro_batch) const {
   const double streams = std::min(tp_a, tp_b);

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "mixccl/train/adamw.h"
 #include "mixccl/train/speed_emulation.h"
 
 namespace mixccl::train {
@@ -21,12 +22,17 @@ double Mean(const std::vector<double>& v) {
   return s / v.size();
 }
 
-// Mean forward and backward CPU time of `stage` on micro-batches of B sequences, each operation
-// followed by the idle of a device `slowdown` times slower, as the trainer runs it: the next
-// operation then starts with colder caches, which the run pays too. The inputs do not matter
-// for the time; they only need to be valid.
-void TimeStage(GptStage& stage, int B, int repeats, double slowdown, double* forward_s,
-               double* backward_s) {
+// Mean forward and backward CPU time of `stage` on micro-batches of B sequences for each of
+// `slowdowns` (device types), each operation followed by the idle of its device, as the
+// trainer runs it: the next operation then starts with colder caches, which the run pays too.
+// The types take turns repeat by repeat, so that the machine's drift (on the shared build
+// machine, up to 30% within a minute) hits every type alike: the ratio of their times, by
+// which the planner splits a micro-batch slot among them, is then not one moment's luck
+// against another's. A type's backward idle is paid right before its next forward (after the
+// other types' turns), so each operation still starts after its own device's idle. The
+// inputs do not matter for the time; they only need to be valid.
+void TimeStage(GptStage& stage, int B, int repeats, const std::vector<double>& slowdowns,
+               std::vector<double>* forward_s, std::vector<double>* backward_s) {
   const GptConfig& c = stage.config();
   const size_t N = static_cast<size_t>(B) * c.seq_len;
   std::vector<int> tokens(N);
@@ -34,32 +40,44 @@ void TimeStage(GptStage& stage, int B, int repeats, double slowdown, double* for
   std::vector<float> input(N * c.channels, 0.01f), dout(N * c.channels, 1e-3f);
   const StageRange& r = stage.range();
   MicroBatchState s;
-  SlowdownIdler idler(slowdown);
-  std::vector<double> f, b;
+  const size_t types = slowdowns.size();
+  std::vector<SlowdownIdler> idlers;
+  for (double k : slowdowns) idlers.emplace_back(k);
+  std::vector<std::vector<double>> f(types), b(types);
+  // The backward idle each type still owes: its CPU and wall time.
+  std::vector<std::pair<double, double>> owed(types, {0.0, 0.0});
   for (int k = 0; k <= repeats; ++k) {  // the first run warms the caches and allocations
-    // CPU time, as the trainer's emulation counts it (speed_emulation.h).
-    auto t0 = Clock::now();
-    double c0 = ThreadCpuSeconds();
-    stage.Forward(s, B, tokens.data(), tokens.data(), r.embedding ? nullptr : input.data());
-    const double forward = ThreadCpuSeconds() - c0;
-    idler.Idle(forward, std::chrono::duration<double>(Clock::now() - t0).count());
-    t0 = Clock::now();
-    c0 = ThreadCpuSeconds();
-    stage.Backward(s, r.head ? nullptr : dout.data(), 1.0f / N);
-    const double backward = ThreadCpuSeconds() - c0;
-    idler.Idle(backward, std::chrono::duration<double>(Clock::now() - t0).count());
-    if (k == 0) continue;
-    f.push_back(forward);
-    b.push_back(backward);
+    for (size_t t = 0; t < types; ++t) {
+      idlers[t].Idle(owed[t].first, owed[t].second);
+      // CPU time, as the trainer's emulation counts it (speed_emulation.h).
+      auto t0 = Clock::now();
+      double c0 = ThreadCpuSeconds();
+      stage.Forward(s, B, tokens.data(), tokens.data(), r.embedding ? nullptr : input.data());
+      const double forward = ThreadCpuSeconds() - c0;
+      idlers[t].Idle(forward, std::chrono::duration<double>(Clock::now() - t0).count());
+      t0 = Clock::now();
+      c0 = ThreadCpuSeconds();
+      stage.Backward(s, r.head ? nullptr : dout.data(), 1.0f / N);
+      const double backward = ThreadCpuSeconds() - c0;
+      owed[t] = {backward, std::chrono::duration<double>(Clock::now() - t0).count()};
+      if (k == 0) continue;
+      f[t].push_back(forward);
+      b[t].push_back(backward);
+    }
   }
-  *forward_s = Mean(f);
-  *backward_s = Mean(b);
+  forward_s->clear();
+  backward_s->clear();
+  for (size_t t = 0; t < types; ++t) {
+    forward_s->push_back(Mean(f[t]));
+    backward_s->push_back(Mean(b[t]));
+  }
 }
 
 }  // namespace
 
-std::vector<MeasuredPart> MeasureParts(const GptConfig& model, const ProfilerOptions& options,
-                                       double slowdown) {
+std::vector<std::vector<MeasuredPart>> MeasureParts(const GptConfig& model,
+                                                    const ProfilerOptions& options,
+                                                    const std::vector<double>& slowdowns) {
   const int L = model.num_layers;
   // The whole model, the embedding alone and the head alone (the empty stages [0, 0) and
   // [L, L)). A block's time is the whole model's minus the embedding and the head, over L:
@@ -71,27 +89,52 @@ std::vector<MeasuredPart> MeasureParts(const GptConfig& model, const ProfilerOpt
   whole.Init(1);
   embedding.Init(1);
   head.Init(1);
-  std::vector<MeasuredPart> out;
+  const size_t types = slowdowns.size();
+  std::vector<std::vector<MeasuredPart>> out(types);
   for (int B : options.micro_batches) {
-    MeasuredPart p;
-    p.micro_batch = B;
-    double whole_f = 0.0, whole_b = 0.0;
-    TimeStage(whole, B, options.repeats, slowdown, &whole_f, &whole_b);
-    TimeStage(embedding, B, options.repeats, slowdown, &p.embedding_forward_s,
-              &p.embedding_backward_s);
-    TimeStage(head, B, options.repeats, slowdown, &p.head_forward_s, &p.head_backward_s);
-    p.block_forward_s = std::max(whole_f - p.embedding_forward_s - p.head_forward_s, 0.0) / L;
-    p.block_backward_s = std::max(whole_b - p.embedding_backward_s - p.head_backward_s, 0.0) / L;
+    std::vector<double> whole_f, whole_b, emb_f, emb_b, head_f, head_b;
+    TimeStage(whole, B, options.repeats, slowdowns, &whole_f, &whole_b);
+    TimeStage(embedding, B, options.repeats, slowdowns, &emb_f, &emb_b);
+    TimeStage(head, B, options.repeats, slowdowns, &head_f, &head_b);
     BlockActivations a;
     a.Resize(B, model.seq_len, model.channels, model.channels, model.num_heads);
     const size_t floats = a.ln1.size() + a.ln1_mean.size() + a.ln1_rstd.size() + a.qkv.size() +
                           a.att.size() + a.atty.size() + a.res2.size() + a.ln2.size() +
                           a.ln2_mean.size() + a.ln2_rstd.size() + a.fch.size() + a.fch_gelu.size() +
                           static_cast<size_t>(B) * model.seq_len * model.channels;
-    p.block_activation_bytes = 4.0 * floats;  // the activations plus the block's input
-    out.push_back(p);
+    for (size_t t = 0; t < types; ++t) {
+      MeasuredPart p;
+      p.micro_batch = B;
+      p.embedding_forward_s = emb_f[t];
+      p.embedding_backward_s = emb_b[t];
+      p.head_forward_s = head_f[t];
+      p.head_backward_s = head_b[t];
+      p.block_forward_s = std::max(whole_f[t] - emb_f[t] - head_f[t], 0.0) / L;
+      p.block_backward_s = std::max(whole_b[t] - emb_b[t] - head_b[t], 0.0) / L;
+      p.block_activation_bytes = 4.0 * floats;  // the activations plus the block's input
+      out[t].push_back(p);
+    }
   }
   return out;
+}
+
+MeasuredUpdate MeasureUpdate(const GptConfig& model, int repeats) {
+  GptStage whole(model, StageRange::Whole(model));
+  whole.Init(1);
+  std::vector<float>& grads = whole.grads();
+  for (size_t i = 0; i < grads.size(); ++i) grads[i] = 1e-4f * static_cast<float>(i % 7);
+  AdamW optimizer(AdamWConfig(), whole.tensors(), whole.params().size());
+  std::vector<double> t;
+  for (int k = 0; k <= repeats; ++k) {
+    // As Trainer::Step: gradients zeroed before the passes, then the norm and the update.
+    const auto t0 = Clock::now();
+    whole.ZeroGrads();
+    for (size_t i = 0; i < grads.size(); i += 64) grads[i] = 1e-4f;
+    const double sum = SumOfSquares(grads.data(), grads.size());
+    optimizer.Step(whole.params().data(), grads.data(), ClipScale(sum, 1.0));
+    if (k > 0) t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  return {static_cast<double>(whole.params().size()), Mean(t)};
 }
 
 namespace {
@@ -110,7 +153,12 @@ void FitSeries(const std::vector<double>& x, std::vector<double*> y) {
   const double det = n * suu - su * su;
   double a = det > 0.0 ? (n * suv - su * sv) / det : 0.0;
   double b = det > 0.0 ? (sv - a * su) / n : sv / n;
-  bool positive = true;
+  // A negative fixed part (a micro-batch cheaper per sequence the smaller it is) is noise,
+  // not this model's compute, and a plan of many micro-batches would multiply it: a profile
+  // fitted to a = -0.08 ms made the planner run a type alone in 24 micro-batches of 1, and
+  // one fitted to +2.5 ms a moment later predicted that plan 16% slow. Then, as when the fit
+  // is not positive at every size, no fixed part: the mean per-sequence time.
+  bool positive = a >= 0.0;
   for (size_t i = 0; i < n; ++i) positive = positive && a + b * x[i] > 0.0;
   if (!positive) {
     a = 0.0;
@@ -146,7 +194,7 @@ std::string PlannerModelName(const GptConfig& m) {
 
 std::string ProfileJson(const GptConfig& model, const ClusterSpec& cluster,
                         const std::vector<std::vector<MeasuredPart>>& parts_per_type,
-                        double slowdown_base) {
+                        double slowdown_base, const MeasuredUpdate& update) {
   nlohmann::ordered_json j;
   j["comment"] =
       "measured by mixccl-train --profile-out; each device type's times are the measured "
@@ -170,6 +218,12 @@ std::string ProfileJson(const GptConfig& model, const ClusterSpec& cluster,
       entry(nullptr, p.block_forward_s, p.block_backward_s);
       entry("embedding", p.embedding_forward_s, p.embedding_backward_s);
       entry("head", p.head_forward_s, p.head_backward_s);
+    }
+    if (update.parameters > 0.0) {
+      entries.push_back({{"device_type", d.name},
+                         {"part", "update"},
+                         {"parameters", update.parameters},
+                         {"update_ms", update.seconds * 1e3}});
     }
   }
   j["entries"] = entries;

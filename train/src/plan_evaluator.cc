@@ -178,6 +178,34 @@ std::vector<std::vector<double>> AllReduceTimes(const Structure& s,
   return out;
 }
 
+// Per-step update time (zeroing, norm, optimizer) of every stage of every group: its parameters
+// (with ZeRO-1 one replica's shard of them) at its device type's profiled rate.
+template <typename ShapesOf>
+std::vector<std::vector<double>> UpdateTimes(const Structure& s,
+                                             const std::vector<std::vector<int>>& layers,
+                                             const CostModel& cost, const MemoryModel& memory,
+                                             const ShapesOf& shapes_of) {
+  std::vector<std::vector<double>> out(s.groups.size());
+  const double shards = cost.model().zero1 ? s.replicas() : 1.0;
+  for (size_t g = 0; g < s.groups.size(); ++g) {
+    const auto& shapes = shapes_of(static_cast<int>(g));
+    for (size_t j = 0; j < shapes.size(); ++j) {
+      const double params = memory.StageParams(shapes[j].Query(layers[g][j], 0, 1, 1));
+      out[g].push_back(cost.Update(shapes[j].type, params / shards));
+    }
+  }
+  return out;
+}
+
+// The largest entry of a per-group, per-stage table.
+double Largest(const std::vector<std::vector<double>>& table) {
+  double out = 0.0;
+  for (const auto& row : table) {
+    for (double x : row) out = std::max(out, x);
+  }
+  return out;
+}
+
 }  // namespace
 
 double PlanEvaluator::Estimate(const Structure& s, int m, bool* fits) const {
@@ -229,16 +257,12 @@ double PlanEvaluator::Estimate(const Structure& s, int m, bool* fits) const {
     }
     makespan[g] = sum + (m - 1) * worst;
   }
-  const auto allreduce =
-      AllReduceTimes(s, layers, cost_, memory_,
-                     [&](int g) -> const std::vector<StageShape>& { return shapes[g]; });
-  double step = 0.0;
-  for (int g = 0; g < groups; ++g) {
-    double ar = 0.0;
-    for (double t : allreduce[g]) ar = std::max(ar, t);
-    step = std::max(step, makespan[g] + ar);
-  }
-  return step;
+  auto shapes_of = [&](int g) -> const std::vector<StageShape>& { return shapes[g]; };
+  const auto allreduce = AllReduceTimes(s, layers, cost_, memory_, shapes_of);
+  const auto update = UpdateTimes(s, layers, cost_, memory_, shapes_of);
+  // As Price: the slowest pipeline gates the sums, then the longest update.
+  return *std::max_element(makespan.begin(), makespan.end()) + Largest(allreduce) +
+         Largest(update);
 }
 
 std::optional<Plan> PlanEvaluator::Evaluate(const Structure& s, int m, SplitMethod method,
@@ -325,10 +349,16 @@ Plan PlanEvaluator::Price(const Structure& s, int m,
   const int groups = static_cast<int>(s.groups.size());
   std::vector<std::vector<StageShape>> shapes(groups);
   for (int g = 0; g < groups; ++g) shapes[g] = Shapes(s, g, classes[g][0].micro_batch, m);
-  const auto allreduce =
-      AllReduceTimes(s, layers, cost_, memory_,
-                     [&](int g) -> const std::vector<StageShape>& { return shapes[g]; });
+  auto shapes_of = [&](int g) -> const std::vector<StageShape>& { return shapes[g]; };
+  const auto allreduce = AllReduceTimes(s, layers, cost_, memory_, shapes_of);
+  const auto update = UpdateTimes(s, layers, cost_, memory_, shapes_of);
 
+  // The step's synchronisation: every rank sums the step's loss over the job (and a pipeline
+  // its gradient norm) after the gradient AllReduce, whose interval sums each wait for the
+  // slowest replica holding the interval; the update follows. So the step lasts until the
+  // last pipeline finishes, plus the longest AllReduce, plus the longest update;
+  // every other rank waits for that: a faster replica, a stage beside a slower one beyond the
+  // 1F1B bubble, a rank with fewer parameters to sum or update.
   Plan plan;
   plan.structure = s;
   plan.micro_batches = m;
@@ -356,7 +386,7 @@ Plan PlanEvaluator::Price(const Structure& s, int m,
       }
       int first = 0;
       for (int j = 0; j < p; ++j) {
-        pred.step_time_s = std::max(pred.step_time_s, result.finish_s[j] + allreduce[g][j]);
+        pred.step_time_s = std::max(pred.step_time_s, result.finish_s[j]);
         pred.allreduce_s = std::max(pred.allreduce_s, allreduce[g][j]);
         StagePlan st;
         st.group = g;
@@ -383,11 +413,18 @@ Plan PlanEvaluator::Price(const Structure& s, int m,
         st.backward_s = sim[j].backward_s + (sh[j].first ? 0.0 : sim[j].send_backward_s);
         st.compute_s = m * (sim[j].forward_s + sim[j].backward_s);
         st.allreduce_s = allreduce[g][j];
+        st.update_s = update[g][j];
+        st.busy_s = result.busy_s[j];
         busiest = std::max(busiest, st.compute_s);
         idlest = std::min(idlest, st.compute_s);
         plan.stages.push_back(st);
       }
     }
+  }
+  pred.update_s = Largest(update);
+  pred.step_time_s += pred.allreduce_s + pred.update_s;
+  for (StagePlan& st : plan.stages) {
+    st.wait_s = std::max(0.0, pred.step_time_s - st.busy_s - st.allreduce_s - st.update_s);
   }
   // Keep the entries ordered group, stage, then larger micro-batch first.
   std::stable_sort(plan.stages.begin(), plan.stages.end(),

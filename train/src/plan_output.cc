@@ -14,7 +14,8 @@ namespace {
 nlohmann::ordered_json PredictionJson(const Prediction& p) {
   return {{"step_time_s", p.step_time_s}, {"tokens_per_s", p.tokens_per_s},
           {"balance", p.balance},         {"pipeline_s", p.pipeline_s},
-          {"allreduce_s", p.allreduce_s}, {"bubble_fraction", p.bubble_fraction}};
+          {"allreduce_s", p.allreduce_s}, {"update_s", p.update_s},
+          {"bubble_fraction", p.bubble_fraction}};
 }
 
 nlohmann::ordered_json PlanJson(const Plan& plan) {
@@ -46,7 +47,9 @@ nlohmann::ordered_json PlanJson(const Plan& plan) {
                       {"memory_gib", s.memory_gib},
                       {"forward_ms", s.forward_s * 1e3},
                       {"backward_ms", s.backward_s * 1e3},
-                      {"allreduce_ms", s.allreduce_s * 1e3}});
+                      {"allreduce_ms", s.allreduce_s * 1e3},
+                      {"update_ms", s.update_s * 1e3},
+                      {"wait_ms", s.wait_s * 1e3}});
   }
   return {{"predicted", PredictionJson(plan.predicted)},
           {"micro_batches", plan.micro_batches},

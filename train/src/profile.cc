@@ -43,11 +43,26 @@ bool LayerProfile::Lookup(const std::string& device_type, int tp, int micro_batc
   return true;
 }
 
+void LayerProfile::AddUpdate(const std::string& device_type, double parameters, double seconds) {
+  update_[device_type] = seconds / parameters;
+}
+
+bool LayerProfile::UpdateSecondsPerParameter(const std::string& device_type,
+                                             double* seconds) const {
+  auto found = update_.find(device_type);
+  if (found == update_.end()) return false;
+  *seconds = found->second;
+  return true;
+}
+
 std::vector<std::string> LayerProfile::device_types() const {
   std::vector<std::string> out;
   for (const auto& entry : table_) {
     const std::string& type = std::get<1>(entry.first);
     if (std::find(out.begin(), out.end(), type) == out.end()) out.push_back(type);
+  }
+  for (const auto& entry : update_) {
+    if (std::find(out.begin(), out.end(), entry.first) == out.end()) out.push_back(entry.first);
   }
   return out;
 }
@@ -63,23 +78,31 @@ LayerProfile ParseProfile(const std::string& json_text, const std::string& origi
   const nlohmann::json& entries = r.Array("entries");
   for (size_t i = 0; i < entries.size(); ++i) {
     detail::FieldReader e(entries[i], where + " entries[" + std::to_string(i) + "]");
+    const std::string part = e.StringOr("part", "layer");
+    std::string type = e.String("device_type");
+    if (part == "update") {
+      // {"device_type", "part": "update", "parameters": N, "update_ms": X}: per step, not per
+      // micro-batch, so neither a micro-batch nor forward and backward times.
+      e.RejectUnknown({"device_type", "part", "parameters", "update_ms"});
+      profile.AddUpdate(type, e.Number("parameters", 1.0, 1e15),
+                        e.Number("update_ms", 0.0, 1e12) * 1e-3);
+      continue;
+    }
     e.RejectUnknown({"device_type", "tp", "micro_batch", "forward_ms", "backward_ms", "part",
                      "activation_bytes"});
     ProfilePoint p;
-    std::string type = e.String("device_type");
     int tp = e.Int("tp", 1, 1 << 16);
     p.micro_batch = e.Int("micro_batch", 1, 1 << 24);
     p.forward_s = e.Number("forward_ms", 1e-9, 1e12) * 1e-3;
     p.backward_s = e.Number("backward_ms", 1e-9, 1e12) * 1e-3;
     p.activation_bytes = e.NumberOr("activation_bytes", 0.0, 0.0, 1e18);
-    const std::string part = e.StringOr("part", "layer");
     ProfilePart kind = ProfilePart::kLayer;
     if (part == "embedding") {
       kind = ProfilePart::kEmbedding;
     } else if (part == "head") {
       kind = ProfilePart::kHead;
     } else if (part != "layer") {
-      throw SpecError(e.where() + ": 'part' must be \"layer\", \"embedding\" or \"head\", not \"" +
+      throw SpecError(e.where() + ": 'part' must be \"layer\", \"embedding\", \"head\" or \"update\", not \"" +
                       part + "\"");
     }
     profile.Add(type, tp, p, kind);

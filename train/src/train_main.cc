@@ -75,16 +75,26 @@ int RunProfiling(const TrainCli& cli) {
   const ClusterSpec cluster = LoadClusterSpec(cli.cluster);
   ProfilerOptions options;
   options.micro_batches = cli.profile_micro_batches;
-  std::vector<std::vector<MeasuredPart>> parts;
+  std::vector<double> slowdowns;
   for (const DeviceType& d : cluster.device_types) {
-    const double k = cli.slowdown_base * EmulatedSlowdown(cluster, d.name, cli.cluster, "");
-    parts.push_back(MeasureParts(cli.options.model, options, k));
-    if (!cli.quiet) PrintParts(d.name, parts.back(), k, "measured");
-    // The profile holds the affine fit over the sizes (layer_profiler.h).
-    FitOverMicroBatches(&parts.back());
-    if (!cli.quiet) PrintParts(d.name, parts.back(), k, "fitted");
+    slowdowns.push_back(cli.slowdown_base * EmulatedSlowdown(cluster, d.name, cli.cluster, ""));
   }
-  WriteFile(cli.profile_out, ProfileJson(cli.options.model, cluster, parts, cli.slowdown_base));
+  std::vector<std::vector<MeasuredPart>> parts =
+      MeasureParts(cli.options.model, options, slowdowns);
+  for (size_t t = 0; t < parts.size(); ++t) {
+    const std::string& name = cluster.device_types[t].name;
+    if (!cli.quiet) PrintParts(name, parts[t], slowdowns[t], "measured");
+    // The profile holds the affine fit over the sizes (layer_profiler.h).
+    FitOverMicroBatches(&parts[t]);
+    if (!cli.quiet) PrintParts(name, parts[t], slowdowns[t], "fitted");
+  }
+  const MeasuredUpdate update = MeasureUpdate(cli.options.model, options.repeats);
+  if (!cli.quiet) {
+    std::printf("update (zero gradients, norm, AdamW) of %.0f parameters %.3f ms, every type\n",
+                update.parameters, update.seconds * 1e3);
+  }
+  WriteFile(cli.profile_out,
+            ProfileJson(cli.options.model, cluster, parts, cli.slowdown_base, update));
   if (!cli.model_spec_out.empty()) {
     WriteFile(cli.model_spec_out,
               PlannerModelSpecJson(cli.options.model, cli.options.global_batch));

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -54,11 +55,19 @@ TEST(LayerProfiler, ThePlannerPlansFromTheWrittenProfile) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json p = nlohmann::json::parse(Slurp(profile));
   EXPECT_EQ(p["model"], "mixccl-gpt-L3-C32-H4-T32-V256");
-  // 2 types x 2 micro-batch sizes x (layer, embedding, head)
-  ASSERT_EQ(p["entries"].size(), 12u);
-  for (size_t i = 0; i < 12; ++i) {
-    EXPECT_EQ(p["entries"][i]["device_type"], i < 6 ? "fast" : "slow");
-    EXPECT_GT(p["entries"][i]["forward_ms"].get<double>(), 0.0);
+  // 2 types x (2 micro-batch sizes x (layer, embedding, head), update)
+  ASSERT_EQ(p["entries"].size(), 14u);
+  for (size_t i = 0; i < 14; ++i) {
+    EXPECT_EQ(p["entries"][i]["device_type"], i < 7 ? "fast" : "slow");
+    if (i % 7 == 6) {
+      // The update is not emulated: both types carry the one measurement of the whole model.
+      EXPECT_EQ(p["entries"][i]["part"], "update");
+      EXPECT_EQ(p["entries"][i]["parameters"].get<double>(), 55584.0);  // L3 C32 V256 T32
+      EXPECT_GT(p["entries"][i]["update_ms"].get<double>(), 0.0);
+      EXPECT_EQ(p["entries"][i]["update_ms"], p["entries"][6]["update_ms"]);
+    } else {
+      EXPECT_GT(p["entries"][i]["forward_ms"].get<double>(), 0.0);
+    }
   }
   r = Shell(std::string(MIXCCL_PLAN_BINARY) + " --model " + model + " --cluster " + kCluster +
             " --profile " + profile + " --json");
@@ -114,6 +123,41 @@ TEST(LayerProfiler, FitOverMicroBatchesKeepsAnAffineCostAndEvensOutNoise) {
   for (const MeasuredPart& p : steep) {
     EXPECT_NEAR(p.block_forward_s, mean * p.micro_batch, 1e-12) << p.micro_batch;
   }
+  // So does a negative fixed part, even one positive at every size: 1.5, 3.5 and 7.5 ms at
+  // 1, 2 and 4 sequences (-0.5 + 2 x) would make one sequence look cheapest per sequence.
+  std::vector<MeasuredPart> falling = {Part(1, 1.5e-3, 0.001), Part(2, 3.5e-3, 0.002),
+                                       Part(4, 7.5e-3, 0.004)};
+  FitOverMicroBatches(&falling);
+  const double per = (1.5e-3 + 3.5e-3 / 2 + 7.5e-3 / 4) / 3.0;
+  for (const MeasuredPart& p : falling) {
+    EXPECT_NEAR(p.block_forward_s, per * p.micro_batch, 1e-12) << p.micro_batch;
+  }
+}
+
+TEST(LayerProfiler, TypesAreMeasuredInTurnsOnTheSameWork) {
+  // Every type runs the same operations (CPU time before the slowdown), in turns repeat by
+  // repeat: their times differ by the machine's noise only, not by when each was measured.
+  GptConfig c;
+  c.num_layers = 2;
+  c.channels = 32;
+  c.num_heads = 4;
+  c.seq_len = 16;
+  ProfilerOptions o;
+  o.micro_batches = {1, 4};
+  o.repeats = 4;
+  const auto parts = MeasureParts(c, o, {1.0, 2.0, 1.5});
+  ASSERT_EQ(parts.size(), 3u);
+  for (const auto& type : parts) {
+    ASSERT_EQ(type.size(), 2u);
+    EXPECT_EQ(type[0].micro_batch, 1);
+    EXPECT_EQ(type[1].micro_batch, 4);
+    for (size_t i = 0; i < 2; ++i) {
+      const double a = type[i].block_forward_s + type[i].block_backward_s;
+      const double b = parts[0][i].block_forward_s + parts[0][i].block_backward_s;
+      EXPECT_GT(a, 0.0);
+      EXPECT_LT(std::max(a, b) / std::min(a, b), 2.0) << "size " << type[i].micro_batch;
+    }
+  }
 }
 
 TEST(LayerProfiler, EachTypesTimesAreItsMeasurementTimesItsSlowdown) {
@@ -158,8 +202,8 @@ TEST(LayerProfiler, ProfiledHeadAndEmbeddingReplaceTheEstimate) {
     FAIL() << "accepted an unknown part";
   } catch (const SpecError& e) {
     EXPECT_STREQ(e.what(),
-                 "profile p.json entries[0]: 'part' must be \"layer\", \"embedding\" or \"head\", "
-                 "not \"tail\"");
+                 "profile p.json entries[0]: 'part' must be \"layer\", \"embedding\", \"head\" or "
+                 "\"update\", not \"tail\"");
   }
 }
 

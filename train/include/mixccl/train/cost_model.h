@@ -33,6 +33,11 @@ class CostModel {
   // AllReduce of the input gradient when tp > 1.
   PassTimes Head(int type, int tp, int micro_batch) const;
 
+  // A rank's per-step work outside its passes (zeroing the gradients, their norm, the optimizer
+  // update) for the `parameters` it updates: the profile's "update" time per parameter on
+  // `type`; 0 without one (the analytic model has no memory bandwidth to price it with).
+  double Update(int type, double parameters) const;
+
   // Ring AllReduce of `bytes` over `tp` devices of one domain.
   double TensorParallelAllReduce(int type, int tp, double bytes) const;
   // Activations (forward) or their gradient (backward) from one stage to the next. Each of the

@@ -55,6 +55,11 @@ struct StagePlan {
   double backward_s = 0.0;   // per micro-batch, recomputation and sends included
   double compute_s = 0.0;    // forward + backward + recompute per step, communication excluded
   double allreduce_s = 0.0;  // data-parallel gradient AllReduce at the end of the step
+  double update_s = 0.0;     // zeroing the gradients, their norm and the optimizer, per step
+  double busy_s = 0.0;       // per step: computing and sending (the 1F1B simulation's busy time)
+  // Per step: waiting for other ranks, the rest of the step: the 1F1B bubble, a slower
+  // replica or stage, a longer AllReduce or update elsewhere (plan_evaluator.h).
+  double wait_s = 0.0;
 };
 
 struct Prediction {
@@ -63,6 +68,7 @@ struct Prediction {
   double balance = 0.0;          // busiest / least busy stage compute time per step
   double pipeline_s = 0.0;       // 1F1B makespan of the slowest replica
   double allreduce_s = 0.0;      // largest data-parallel AllReduce
+  double update_s = 0.0;         // largest per-step update (zeroing, norm, optimizer)
   double bubble_fraction = 0.0;  // idle share of the bottleneck-free makespan
 };
 

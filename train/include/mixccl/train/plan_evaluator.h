@@ -38,8 +38,14 @@ class PlanEvaluator {
 
   // Quick estimate of the step time used to rank candidates before the full evaluation:
   // greedy integral split without the memory-aware DP, closed-form 1F1B time
-  // (sum of stage times + (m-1) * bottleneck) and the gradient AllReduce. `fits` tells whether
-  // that split fits in memory (with greedy recomputation).
+  // (sum of stage times + (m-1) * bottleneck), the gradient AllReduce and the update. `fits`
+  // tells whether that split fits in memory (with greedy recomputation).
+  //
+  // Both price a step as the trainer synchronises it: every rank waits for the slowest
+  // pipeline of the job (the gradient AllReduce's interval sums wait for the slowest replica
+  // holding the interval, and the loss and the gradient norm are summed over the job after
+  // them), then the longest AllReduce, then the longest update (zeroing, norm, optimizer:
+  // CostModel::Update). Price gives each plan entry the wait this implies (StagePlan::wait_s).
   double Estimate(const Structure& s, int micro_batches, bool* fits) const;
 
   // The prediction of a plan whose choices are made: per group its replica classes (larger

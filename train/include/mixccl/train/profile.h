@@ -35,7 +35,14 @@ class LayerProfile {
   bool Lookup(const std::string& device_type, int tp, int micro_batch, double* forward_s,
               double* backward_s, ProfilePart part = ProfilePart::kLayer) const;
 
-  bool empty() const { return table_.empty(); }
+  // The per-step work of a rank outside its forward and backward passes (zeroing the
+  // gradients, their norm, the optimizer update), measured for `parameters` parameters on
+  // `device_type`: linear in the parameters the rank holds (profile part "update").
+  void AddUpdate(const std::string& device_type, double parameters, double seconds);
+  // Seconds per parameter of that work on `device_type`; false when not measured.
+  bool UpdateSecondsPerParameter(const std::string& device_type, double* seconds) const;
+
+  bool empty() const { return table_.empty() && update_.empty(); }
   // Device types with at least one measurement.
   std::vector<std::string> device_types() const;
   int seq_length() const { return seq_length_; }
@@ -46,6 +53,7 @@ class LayerProfile {
  private:
   using Key = std::tuple<ProfilePart, std::string, int>;  // part, device type, tp
   std::map<Key, std::vector<ProfilePoint>> table_;        // sorted by micro-batch
+  std::map<std::string, double> update_;                  // seconds per parameter, by type
   int seq_length_ = 0;                                    // 0 when the profile does not say
   std::string model_;
 };
