@@ -80,7 +80,7 @@ Result executeOnComm(Comm* comm, const std::vector<WorkItem*>& items) {
       if (comm->staged) comm->staged->waitIdle();
       // Every rank reaches the same verdict, so a mismatch stops the group on all of them.
       Transfers check(*comm->proxy, deadline);
-      CollContext checkCtx{comm->rank, comm->nranks, check, env().chunkBytes};
+      CollContext checkCtx{comm->rank, comm->nranks, check, comm->tuning.chunkBytes};
       first = checkCollectiveMatches(checkCtx, w->call, &comm->collSeq);
       if (first != mixcclSuccess) break;
     } else {
@@ -91,7 +91,8 @@ Result executeOnComm(Comm* comm, const std::vector<WorkItem*>& items) {
     if (w->isPreMul && !deviceMemory)
       applyPreMulSum(w->preMul, comm->rank, comm->nranks, &w->call, &w->scaled);
     Transfers t(*comm->proxy, deadline);
-    CollContext ctx{comm->rank, comm->nranks, t, env().chunkBytes};
+    CollContext ctx{comm->rank, comm->nranks, t, comm->tuning.chunkBytes,
+                    comm->tuning.rhThresholdBytes};
     first = runCollective(comm, ctx, w->call, stagedPreMul ? &w->preMul : nullptr);
     if (first == mixcclSuccess) first = t.waitAll();
     if (first != mixcclSuccess) break;
