@@ -67,17 +67,32 @@ Tuning deriveTuning(const TuningInputs& in, const TuningOverrides& over) {
     t.socketBufferBytes = (int)over.socketBufferBytes;
     t.socketWhy = over.socketBufferBytes ? "MIXCCL_SOCKET_BUFFER_BYTES"
                                          : "MIXCCL_SOCKET_BUFFER_BYTES=0: the kernel's autotuning";
+  } else if (in.l3Total == 0) {
+    t.socketBufferBytes = 4 << 20;
+    t.socketWhy = "L3 not reported: 4096 KiB";
   } else {
-    t.socketBufferBytes =
-        (int)quarterOf(in.l3PerCore, "L3", 1 * MiB, 4 * MiB, 4 * MiB, &t.socketWhy);
+    const int ranks = std::max(in.localRanks, 1);
+    const int cores = in.cores > 0 ? in.cores : ranks;
+    const double perCore = ranks > cores ? (double)ranks / cores : 1.0;
+    const uint64_t share = (uint64_t)((double)in.l3Total / ranks / 4 / perCore);
+    const uint64_t v = std::min(std::max(floorPow2(std::max<uint64_t>(share, 1)), 256 * KiB), 4 * MiB);
+    char buf[200];
+    snprintf(buf, sizeof(buf), "L3 %llu KiB / %d rank(s) of this host / 4 / %.3g rank(s) per core "
+             "(%d cores), within [256, 4096] KiB: %llu KiB", (unsigned long long)(in.l3Total / KiB),
+             ranks, perCore, cores, (unsigned long long)(v / KiB));
+    t.socketBufferBytes = (int)v;
+    t.socketWhy = buf;
   }
   return t;
 }
 
-TuningInputs tuningInputsFrom(const TopoCaches& caches) {
+TuningInputs tuningInputsFrom(const TopoCaches& caches, int cores, int localRanks) {
   TuningInputs in;
   in.l2PerCore = caches.l2.bytes / (uint64_t)std::max(caches.l2.cores, 1);
   in.l3PerCore = caches.l3.bytes / (uint64_t)std::max(caches.l3.cores, 1);
+  in.l3Total = caches.l3.bytes * (uint64_t)std::max(caches.l3.instances, 1);
+  in.cores = cores;
+  in.localRanks = localRanks;
   return in;
 }
 

@@ -19,15 +19,19 @@
 namespace mixccl {
 
 // Of this host: the L2 and L3 one core can count on (bytes of the smallest instance divided by
-// the cores sharing it; 0: not reported).
+// the cores sharing it; 0: not reported), all its L3, its cores, and how many ranks of the
+// communicator run on it.
 struct TuningInputs {
   uint64_t l2PerCore = 0;
   uint64_t l3PerCore = 0;
+  uint64_t l3Total = 0;  // 0: not reported
+  int cores = 0;         // 0: not known (counts as localRanks: no oversubscription)
+  int localRanks = 1;
 };
 
 // From the topology discovery's caches (core/comm_topology.h hostCaches; an L2 shared by k
-// cores counts 1/k, 0 cores as 1).
-TuningInputs tuningInputsFrom(const TopoCaches& caches);
+// cores counts 1/k, 0 cores as 1), the host's cores and the communicator's ranks on it.
+TuningInputs tuningInputsFrom(const TopoCaches& caches, int cores = 0, int localRanks = 1);
 
 // Explicit settings (MIXCCL_CHUNK_BYTES, MIXCCL_RH_THRESHOLD, MIXCCL_SOCKET_BUFFER_BYTES);
 // -1: unset, derive.
@@ -62,10 +66,14 @@ struct Tuning {
 //   stay in the L3, where the ring (one chunk of scratch, one pass) wins once they do not.
 //   L3 16 MiB per core (the VM: 32 MiB over 2 cores) -> 4 MiB; 4 MiB per core -> 1 MiB; 130 MiB
 //   per core -> 16 MiB. No L3 reported: 4 MiB.
-// - socket buffers: a quarter of one core's L3, rounded down to a power of two, within
-//   [1 MiB, 4 MiB] (the kernel doubles it and caps it at net.core.wmem_max / rmem_max):
-//   what a connection keeps in flight is copied in by one core and out by another, through the
-//   L3. The VM -> 4 MiB. No L3 reported: 4 MiB.
+// - socket buffers: the host's L3 shared by the ranks on it, a quarter of each share, divided
+//   again by the ranks per core where the ranks outnumber the cores; rounded down to a power
+//   of two, within [256 KiB, 4 MiB] (the kernel doubles it and caps it at
+//   net.core.wmem_max / rmem_max). What a connection keeps in flight is copied in by one core
+//   and out by another through the L3; with more ranks than cores a rank's bytes wait there
+//   while its reader is not running, and large buffers push the collective's own data out.
+//   The VM (32 MiB L3, 2 cores): 2 ranks -> 4 MiB, 4 ranks -> 1 MiB, 8 ranks -> 256 KiB.
+//   No L3 reported: 4 MiB.
 // An override is taken as given (the socket buffer's 0 keeps the kernel's autotuning).
 Tuning deriveTuning(const TuningInputs& in, const TuningOverrides& over);
 

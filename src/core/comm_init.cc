@@ -167,7 +167,10 @@ Result connectComm(Comm* comm, const UniqueIdData& id) {
   MIXCCL_CHECK(rendezvous(id, rank, nranks, mine, deadline, &comm->peers));
 
   // This host's sizes (algo/tuning.h), before the mesh: its socket buffers are set as it connects.
-  comm->tuning = deriveTuning(tuningInputsFrom(hostCaches(rank)), envTuningOverrides());
+  int localRanks = 0;
+  for (const PeerInfo& p : comm->peers) localRanks += p.hostHash == comm->peers[rank].hostHash;
+  comm->tuning = deriveTuning(tuningInputsFrom(hostCaches(rank), hostCores(rank), localRanks),
+                              envTuningOverrides());
   MeshParams mesh{rank, nranks, config.nsocksPerPeer, id.commHash, id.secret};
   mesh.socketBufferBytes = comm->tuning.socketBufferBytes;
   std::vector<std::vector<Socket>> conns;

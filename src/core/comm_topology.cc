@@ -51,6 +51,11 @@ TopoCaches hostCaches(int rank) {
   return local ? local->caches : TopoCaches{};
 }
 
+int hostCores(int rank) {
+  std::shared_ptr<LocalTopology> local = localTopologyOnce(rank);
+  return local ? local->cores : 0;
+}
+
 Result exchangeTopology(Comm* comm, const std::string& socketInterface) {
   const int rank = comm->rank, nranks = comm->nranks;
   std::shared_ptr<LocalTopology> local = localTopologyOnce(rank);

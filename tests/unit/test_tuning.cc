@@ -24,7 +24,7 @@ TEST(Tuning, TheMeasuredVmKeepsTheOldConstants) {
   TopoCaches caches;
   caches.l2 = {1 * MiB, 1, 2};
   caches.l3 = {32 * MiB, 2, 1};
-  const Tuning t = deriveTuning(tuningInputsFrom(caches), TuningOverrides{});
+  const Tuning t = deriveTuning(tuningInputsFrom(caches, 2, 2), TuningOverrides{});
   EXPECT_EQ(t.chunkBytes, 256 * KiB);
   EXPECT_EQ(t.rhThresholdBytes, 4 * MiB);
   EXPECT_EQ(t.socketBufferBytes, (int)(4 * MiB));
@@ -32,6 +32,31 @@ TEST(Tuning, TheMeasuredVmKeepsTheOldConstants) {
   EXPECT_FALSE(t.rhSet);
   EXPECT_EQ(t.chunkWhy, "L2 1024 KiB per core / 4, within [64, 1024] KiB: 256 KiB");
   EXPECT_EQ(t.rhWhy, "L3 16384 KiB per core / 4, within [1024, 16384] KiB: 4096 KiB");
+}
+
+TEST(Tuning, SocketBuffersShareTheL3AmongTheRanksOfTheHost) {
+  TopoCaches vm;  // 32 MiB of L3 over 2 cores
+  vm.l2 = {1 * MiB, 1, 2};
+  vm.l3 = {32 * MiB, 2, 1};
+  auto buffers = [](const TopoCaches& c, int cores, int ranks) {
+    return deriveTuning(tuningInputsFrom(c, cores, ranks), TuningOverrides{}).socketBufferBytes;
+  };
+  EXPECT_EQ(buffers(vm, 2, 2), (int)(4 * MiB));    // measured best on 2 ranks
+  EXPECT_EQ(buffers(vm, 2, 4), (int)(1 * MiB));    // and on 4 (2 ranks per core)
+  EXPECT_EQ(buffers(vm, 2, 8), (int)(256 * KiB));  // 4 per core: the floor
+  EXPECT_EQ(buffers(vm, 2, 3), (int)(1 * MiB));    // 32 MiB / 3 / 4 / 1.5 = 1.8 MiB
+  EXPECT_EQ(buffers(vm, 0, 4), (int)(2 * MiB));    // cores unknown: no oversubscription
+  EXPECT_EQ(deriveTuning(tuningInputsFrom(vm, 2, 4), TuningOverrides{}).socketWhy,
+            "L3 32768 KiB / 4 rank(s) of this host / 4 / 2 rank(s) per core (2 cores), within "
+            "[256, 4096] KiB: 1024 KiB");
+  TopoCaches xeon;  // 2 cores, 260 MiB of L3
+  xeon.l3 = {260 * MiB, 2, 1};
+  EXPECT_EQ(buffers(xeon, 2, 2), (int)(4 * MiB));
+  EXPECT_EQ(buffers(xeon, 2, 8), (int)(2 * MiB));
+  TopoCaches twoL3;  // two 16 MiB L3s of 8 cores each: 32 MiB over 16 cores
+  twoL3.l3 = {16 * MiB, 8, 2};
+  EXPECT_EQ(buffers(twoL3, 16, 8), (int)(1 * MiB));
+  EXPECT_EQ(buffers(TopoCaches{}, 2, 4), (int)(4 * MiB));  // L3 not reported
 }
 
 TEST(Tuning, ChunkIsAQuarterOfOneCoresL2) {
@@ -52,16 +77,12 @@ TEST(Tuning, AnL2SharedByCoresCountsPerCore) {
   EXPECT_EQ(deriveTuning(tuningInputsFrom(caches), TuningOverrides{}).chunkBytes, 512 * KiB);
 }
 
-TEST(Tuning, ThresholdAndSocketBuffersFollowOneCoresL3) {
+TEST(Tuning, ThresholdFollowsOneCoresL3) {
   EXPECT_EQ(derived(0, 4 * MiB).rhThresholdBytes, 1 * MiB);
   EXPECT_EQ(derived(0, 8 * MiB).rhThresholdBytes, 2 * MiB);
   EXPECT_EQ(derived(0, 130 * MiB).rhThresholdBytes, 16 * MiB);  // 2-core Xeon, 260 MiB L3
   EXPECT_EQ(derived(0, 1 * MiB).rhThresholdBytes, 1 * MiB);
   EXPECT_EQ(derived(0, 0).rhThresholdBytes, 4 * MiB);
-  EXPECT_EQ(derived(0, 4 * MiB).socketBufferBytes, (int)(1 * MiB));
-  EXPECT_EQ(derived(0, 8 * MiB).socketBufferBytes, (int)(2 * MiB));
-  EXPECT_EQ(derived(0, 130 * MiB).socketBufferBytes, (int)(4 * MiB));
-  EXPECT_EQ(derived(0, 0).socketBufferBytes, (int)(4 * MiB));
 }
 
 TEST(Tuning, OverridesAreTakenAsGiven) {
@@ -133,8 +154,7 @@ TEST(Tuning, DescribeNamesEverySizeAndWhy) {
   EXPECT_EQ(derived(1 * MiB, 16 * MiB).describe(),
             "chunk 262144 bytes (L2 1024 KiB per core / 4, within [64, 1024] KiB: 256 KiB); "
             "rh threshold 4194304 bytes (L3 16384 KiB per core / 4, within [1024, 16384] KiB: "
-            "4096 KiB); same-host socket buffers 4194304 bytes (L3 16384 KiB per core / 4, "
-            "within [1024, 4096] KiB: 4096 KiB)");
+            "4096 KiB); same-host socket buffers 4194304 bytes (L3 not reported: 4096 KiB)");
 }
 
 }  // namespace
