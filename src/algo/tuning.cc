@@ -43,7 +43,7 @@ std::string Tuning::describe() const {
   std::string s = buf + chunkWhy;
   snprintf(buf, sizeof(buf), "); rh threshold %zu bytes (", rhThresholdBytes);
   s += buf + rhWhy;
-  snprintf(buf, sizeof(buf), "); same-host socket buffers %d bytes (", socketBufferBytes);
+  snprintf(buf, sizeof(buf), "); same-host SO_SNDBUF/SO_RCVBUF %d bytes (", socketBufferBytes);
   return s + buf + socketWhy + ")";
 }
 

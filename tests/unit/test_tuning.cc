@@ -154,7 +154,7 @@ TEST(Tuning, DescribeNamesEverySizeAndWhy) {
   EXPECT_EQ(derived(1 * MiB, 16 * MiB).describe(),
             "chunk 262144 bytes (L2 1024 KiB per core / 4, within [64, 1024] KiB: 256 KiB); "
             "rh threshold 4194304 bytes (L3 16384 KiB per core / 4, within [1024, 16384] KiB: "
-            "4096 KiB); same-host socket buffers 4194304 bytes (L3 not reported: 4096 KiB)");
+            "4096 KiB); same-host SO_SNDBUF/SO_RCVBUF 4194304 bytes (L3 not reported: 4096 KiB)");
 }
 
 }  // namespace
