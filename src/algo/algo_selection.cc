@@ -12,7 +12,7 @@ bool isPowerOfTwo(int n) { return n > 1 && (n & (n - 1)) == 0; }
 
 }  // namespace
 
-AllReduceAlgo chooseAllReduceAlgo(size_t bytes, int nranks) {
+AllReduceAlgo chooseAllReduceAlgo(size_t bytes, int nranks, size_t rhThresholdBytes) {
   const std::string& forced = env().algo;
   if (forced == "ring") return AllReduceAlgo::Ring;
   if (forced == "rd") return AllReduceAlgo::RecursiveDoubling;
@@ -21,7 +21,7 @@ AllReduceAlgo chooseAllReduceAlgo(size_t bytes, int nranks) {
   if (bytes < env().rdThresholdBytes && nranks > 1) return AllReduceAlgo::RecursiveDoubling;
   // With 4+ ranks, 2 log2(n) exchanges beat the ring's 2(n-1) steps up to a few MiB
   // (docs/performance.md, "Earlier rounds"); above, the ring's pipelining wins.
-  if (powerOfTwo && nranks >= 4 && bytes < env().rhThresholdBytes)
+  if (powerOfTwo && nranks >= 4 && bytes < rhThresholdBytes)
     return AllReduceAlgo::RecursiveHalving;
   return AllReduceAlgo::Ring;
 }
@@ -35,11 +35,11 @@ const char* allReduceAlgoName(AllReduceAlgo algo) {
   return "?";
 }
 
-bool useRecursiveDoublingAllGather(size_t totalBytes, int nranks) {
+bool useRecursiveDoublingAllGather(size_t totalBytes, int nranks, size_t rhThresholdBytes) {
   const bool powerOfTwo = isPowerOfTwo(nranks);
   if (env().algo == "ring") return false;
   if (env().algo == "rh" && powerOfTwo) return true;
-  return powerOfTwo && nranks >= 4 && totalBytes < env().rhThresholdBytes;
+  return powerOfTwo && nranks >= 4 && totalBytes < rhThresholdBytes;
 }
 
 }  // namespace mixccl

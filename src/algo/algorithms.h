@@ -15,7 +15,10 @@ struct CollContext {
   int rank;
   int nranks;
   Transfers& transfers;
-  size_t chunkBytes;  // pipelining unit
+  size_t chunkBytes;  // pipelining unit (Tuning::chunkBytes: the same on every rank)
+  // runFlat's threshold between the recursive algorithms and the ring
+  // (Tuning::rhThresholdBytes); only runFlat reads it, 0 keeps the ring.
+  size_t rhThresholdBytes = 0;
 };
 
 Result ringAllReduce(CollContext& c, const void* sendbuf, void* recvbuf, size_t count,
@@ -46,14 +49,15 @@ Result directScatter(CollContext& c, const void* sendbuf, void* recvbuf, size_t 
 enum class AllReduceAlgo { Ring, RecursiveDoubling, RecursiveHalving };
 // MIXCCL_ALGO=ring|rd|rh forces one (rh: power-of-two rank counts only); otherwise messages
 // below MIXCCL_RD_THRESHOLD bytes take recursive doubling (log2 n latency steps), power-of-two
-// rank counts >= 4 recursive halving below MIXCCL_RH_THRESHOLD, and the rest the
-// bandwidth-optimal ring.
-AllReduceAlgo chooseAllReduceAlgo(size_t bytes, int nranks);
+// rank counts >= 4 recursive halving below rhThresholdBytes (the communicator's
+// Tuning::rhThresholdBytes: MIXCCL_RH_THRESHOLD or derived, the same on every rank), and the
+// rest the bandwidth-optimal ring.
+AllReduceAlgo chooseAllReduceAlgo(size_t bytes, int nranks, size_t rhThresholdBytes);
 // The MIXCCL_ALGO spelling of algo: "ring", "rd" or "rh".
 const char* allReduceAlgoName(AllReduceAlgo algo);
 // AllGather of totalBytes (all blocks): recursive doubling for power-of-two rank counts >= 4
-// below MIXCCL_RH_THRESHOLD, else the ring; MIXCCL_ALGO=ring forces the ring, rh recursive
-// doubling (power-of-two rank counts).
-bool useRecursiveDoublingAllGather(size_t totalBytes, int nranks);
+// below rhThresholdBytes (as above), else the ring; MIXCCL_ALGO=ring forces the ring, rh
+// recursive doubling (power-of-two rank counts).
+bool useRecursiveDoublingAllGather(size_t totalBytes, int nranks, size_t rhThresholdBytes);
 
 }  // namespace mixccl

@@ -26,6 +26,18 @@ long long readInt(const char* name, long long dflt, long long min, long long max
   return x;
 }
 
+// A size with no fixed default: -1 when unset (or not parsable), and the communicator derives
+// it from the machine (algo/tuning.h).
+long long readDerivedInt(const char* name, long long min, long long max) {
+  std::string warning;
+  long long x = parseEnvInt(name, getenv(name), -1, min, max, &warning);
+  const std::string fixed = "using -1";
+  const size_t at = warning.rfind(fixed);
+  if (at != std::string::npos) warning.replace(at, fixed.size(), "using the size derived from the machine");
+  warnIf(warning);
+  return x;
+}
+
 bool readBool(const char* name, bool dflt) {
   std::string warning;
   bool x = parseEnvBool(name, getenv(name), dflt, &warning);
@@ -62,13 +74,13 @@ EnvParams load() {
   p.socketFamily = readChoice("MIXCCL_SOCKET_FAMILY", {"AF_INET", "AF_INET6"}, "");
   p.nsocksPerPeer = (int)readInt("MIXCCL_NSOCKS_PERPEER", 0, 0, 16);  // 0: automatic
   p.socketFrameBytes = (size_t)readInt("MIXCCL_SOCKET_FRAME_BYTES", 256 << 10, 4096, 64 << 20);
-  p.socketBufferBytes = (int)readInt("MIXCCL_SOCKET_BUFFER_BYTES", 4 << 20, 0, 1 << 30);
+  p.socketBufferBytes = readDerivedInt("MIXCCL_SOCKET_BUFFER_BYTES", 0, 1 << 30);
   p.socketCongestion =
       readName("MIXCCL_SOCKET_CONGESTION", {"default", "reno", "cubic", "bbr"}, "reno");
   p.algo = readChoice("MIXCCL_ALGO", {"auto", "ring", "rd", "rh"}, "auto");
   p.rdThresholdBytes = (size_t)readInt("MIXCCL_RD_THRESHOLD", 64 << 10, 0, 1LL << 40);
-  p.rhThresholdBytes = (size_t)readInt("MIXCCL_RH_THRESHOLD", 4 << 20, 0, 1LL << 40);
-  p.chunkBytes = (size_t)readInt("MIXCCL_CHUNK_BYTES", 256 << 10, 1024, 1LL << 30);
+  p.rhThresholdBytes = readDerivedInt("MIXCCL_RH_THRESHOLD", 0, 1LL << 40);
+  p.chunkBytes = readDerivedInt("MIXCCL_CHUNK_BYTES", 1024, 1LL << 30);
   p.spinUs = (int)readInt("MIXCCL_SPIN_US", 100, 0, 1000000);
   p.adaptor = readName("MIXCCL_ADAPTOR", {"host", "gloo", "mpi", "nccl"});
   p.net = readName("MIXCCL_NET", {"auto", "socket", "shm", "ucx", "ofi"});

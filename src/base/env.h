@@ -16,12 +16,13 @@ struct EnvParams {
   std::string socketFamily;   // MIXCCL_SOCKET_FAMILY: AF_INET or AF_INET6
   int nsocksPerPeer;          // MIXCCL_NSOCKS_PERPEER
   size_t socketFrameBytes;    // MIXCCL_SOCKET_FRAME_BYTES: largest wire frame on one socket
-  int socketBufferBytes;      // MIXCCL_SOCKET_BUFFER_BYTES: same-host SO_SNDBUF/SO_RCVBUF; 0 kernel's
+  // The three sizes below are -1 when unset: the communicator derives them (algo/tuning.h).
+  long long socketBufferBytes;  // MIXCCL_SOCKET_BUFFER_BYTES: same-host SO_SNDBUF/SO_RCVBUF; 0 kernel's
   std::string socketCongestion;  // MIXCCL_SOCKET_CONGESTION: same-host TCP congestion control
   std::string algo;           // MIXCCL_ALGO: auto, ring, rd (recursive doubling), rh (halving)
   size_t rdThresholdBytes;    // MIXCCL_RD_THRESHOLD: AllReduce below this uses rd
-  size_t rhThresholdBytes;    // MIXCCL_RH_THRESHOLD: below this (power-of-two n >= 4) rh
-  size_t chunkBytes;          // MIXCCL_CHUNK_BYTES: pipelining unit of ring algorithms
+  long long rhThresholdBytes;  // MIXCCL_RH_THRESHOLD: below this (power-of-two n >= 4) rh
+  long long chunkBytes;       // MIXCCL_CHUNK_BYTES: pipelining unit of ring algorithms
   int spinUs;                 // MIXCCL_SPIN_US: busy-poll time before blocking
   std::string adaptor;        // MIXCCL_ADAPTOR
   std::string net;            // MIXCCL_NET

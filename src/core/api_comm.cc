@@ -51,7 +51,7 @@ Result splitComm(Comm* parent, int color, int key, Comm** out, const mixcclConfi
   const int n = parent->nranks;
   Deadline deadline = Deadline::afterSeconds(parent->config.timeoutS);
   Transfers t(*parent->proxy, deadline);
-  CollContext ctx{parent->rank, n, t, env().chunkBytes};
+  CollContext ctx{parent->rank, n, t, parent->tuning.chunkBytes};
   int32_t mine[2] = {color, key};
   std::vector<int32_t> all(2 * (size_t)n);
   MIXCCL_CHECK(ringAllGather(ctx, mine, all.data(), 2, mixcclInt32));

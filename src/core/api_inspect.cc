@@ -96,6 +96,23 @@ Result valueOf(const Comm* comm, const std::string& key, std::string* value) {
   }
   if (startsWith(key, "algo.allreduce.")) return algorithmFor(comm, key, true, key.substr(15), value);
   if (startsWith(key, "algo.allgather.")) return algorithmFor(comm, key, false, key.substr(15), value);
+  // The sizes the communicator tunes itself with (algo/tuning.h) and why.
+  if (key == "tuning") {
+    *value = comm->tuning.describe();
+    return mixcclSuccess;
+  }
+  if (key == "tuning.chunk_bytes") {
+    *value = std::to_string(comm->tuning.chunkBytes);
+    return mixcclSuccess;
+  }
+  if (key == "tuning.rh_threshold_bytes") {
+    *value = std::to_string(comm->tuning.rhThresholdBytes);
+    return mixcclSuccess;
+  }
+  if (key == "tuning.socket_buffer_bytes") {
+    *value = std::to_string(comm->tuning.socketBufferBytes);
+    return mixcclSuccess;
+  }
   if (key == "domains") {
     *value = domainIndices(comm);
     return mixcclSuccess;
@@ -115,7 +132,7 @@ Result valueOf(const Comm* comm, const std::string& key, std::string* value) {
     return mixcclSuccess;
   }
   return raiseError(mixcclInvalidArgument, "%s: unknown key '%s' (keys: transport.<peer>, "
-                    "transport_why.<peer>, transport_detail.<peer>, device_direct.<peer>, algo.allreduce.<bytes>, algo.allgather.<bytes>, domains, adaptor.<rank>, memory, shm_slot_bytes)",
+                    "transport_why.<peer>, transport_detail.<peer>, device_direct.<peer>, algo.allreduce.<bytes>, algo.allgather.<bytes>, tuning, tuning.chunk_bytes, tuning.rh_threshold_bytes, tuning.socket_buffer_bytes, domains, adaptor.<rank>, memory, shm_slot_bytes)",
                     kFn, key.c_str());
 }
 

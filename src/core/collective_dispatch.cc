@@ -141,7 +141,7 @@ Result runFlat(CollContext& c, const CollCall& call) {
   switch (call.kind) {
     case CollKind::AllReduce: {
       size_t bytes = call.count * dataTypeSize(call.type);
-      switch (chooseAllReduceAlgo(bytes, c.nranks)) {
+      switch (chooseAllReduceAlgo(bytes, c.nranks, c.rhThresholdBytes)) {
         case AllReduceAlgo::Ring:
           return ringAllReduce(c, call.sendbuf, call.recvbuf, call.count, call.type, call.op);
         case AllReduceAlgo::RecursiveHalving:
@@ -153,7 +153,7 @@ Result runFlat(CollContext& c, const CollCall& call) {
     case CollKind::Broadcast: return chainBroadcast(c, call.sendbuf, call.recvbuf, call.count, call.type, call.root);
     case CollKind::Reduce: return chainReduce(c, call.sendbuf, call.recvbuf, call.count, call.type, call.op, call.root);
     case CollKind::AllGather:
-      if (useRecursiveDoublingAllGather(call.count * dataTypeSize(call.type) * c.nranks, c.nranks))
+      if (useRecursiveDoublingAllGather(call.count * dataTypeSize(call.type) * c.nranks, c.nranks, c.rhThresholdBytes))
         return recursiveDoublingAllGather(c, call.sendbuf, call.recvbuf, call.count, call.type);
       return ringAllGather(c, call.sendbuf, call.recvbuf, call.count, call.type);
     case CollKind::ReduceScatter: return ringReduceScatter(c, call.sendbuf, call.recvbuf, call.count, call.type, call.op);
@@ -192,8 +192,10 @@ const char* algorithmName(const Comm* comm, CollKind kind, size_t bytes) {
   if (route != CollRoute::Flat && (kind == CollKind::AllReduce || kind == CollKind::Broadcast))
     return "hierarchical";
   switch (kind) {
-    case CollKind::AllReduce: return allReduceAlgoName(chooseAllReduceAlgo(bytes, comm->nranks));
-    case CollKind::AllGather: return useRecursiveDoublingAllGather(bytes, comm->nranks) ? "rd" : "ring";
+    case CollKind::AllReduce:
+      return allReduceAlgoName(chooseAllReduceAlgo(bytes, comm->nranks, comm->tuning.rhThresholdBytes));
+    case CollKind::AllGather:
+      return useRecursiveDoublingAllGather(bytes, comm->nranks, comm->tuning.rhThresholdBytes) ? "rd" : "ring";
     case CollKind::Broadcast:
     case CollKind::Reduce: return "chain";
     case CollKind::ReduceScatter: return "ring";

@@ -21,7 +21,7 @@ enum class CollRoute { Native, Flat, AcrossDomains, Staged };
 CollRoute routeOf(const Comm* comm);
 
 // The algorithm runCollective runs for kind on comm with `bytes` (AllReduce: the per-rank
-// message; AllGather: the whole result, as MIXCCL_RH_THRESHOLD counts it): "native",
+// message; AllGather: the whole result, as the rh threshold counts it): "native",
 // "hierarchical", "ring", "rd", "rh", "chain", "pairwise", "direct", "slots". mixcclCommInspect's
 // answer, so what tests assert is what dispatch does.
 const char* algorithmName(const Comm* comm, CollKind kind, size_t bytes);

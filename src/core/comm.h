@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "algo/tuning.h"
 #include "bootstrap/peer_info.h"
 #include "bootstrap/unique_id.h"
 #include "base/health.h"
@@ -45,6 +46,10 @@ struct mixcclComm {
   // Every rank's host, NUMA node, device, NIC and adaptor, exchanged at init (comm_topology.h).
   std::vector<mixccl::RankTopology> topology;
   std::shared_ptr<mixccl::LocalTopology> localTopology;
+  // Chunk, rh threshold and same-host socket buffers (algo/tuning.h): derived from this host's
+  // caches before the mesh connects, the first two then agreed over the ranks; INFO and
+  // mixcclCommInspect "tuning" say what and why.
+  mixccl::Tuning tuning;
   // This rank's device adaptor (loaded once per process), the domains of the communicator,
   // and this rank's native domain communicator (null for the host adaptor, docs/adaptors.md).
   const mixccl::Adaptor* adaptor = nullptr;

@@ -11,6 +11,7 @@
 #include "core/comm.h"
 #include "core/comm_topology.h"
 #include "adaptors/adaptor_loader.h"
+#include "algo/tuning.h"
 #include "core/domain_comm.h"
 #include "core/comm_registry.h"
 #include "base/env.h"
@@ -86,8 +87,10 @@ Result connectTransports(Comm* comm, const UniqueIdData& id, const MeshParams& m
     sp.ringBytes = env().shmBytes;
     std::string why = "MIXCCL_SHM_BYTES";
     if (sp.ringBytes == 0) {
+      // This rank's own chunk (the agreement over the ranks comes later and only lowers it):
+      // the ring's floor of 4 chunks.
       const TopoCaches caches = hostCaches(rank);
-      sp.ringBytes = shmRingBytesFor(caches.l2.bytes, caches.l2.cores, env().chunkBytes, &why);
+      sp.ringBytes = shmRingBytesFor(caches.l2.bytes, caches.l2.cores, comm->tuning.chunkBytes, &why);
     }
     INFO(kLogInit, "rank %d: shared-memory rings of %zu bytes (%s)", rank, sp.ringBytes,
          why.c_str());
@@ -198,7 +201,13 @@ Result connectComm(Comm* comm, const UniqueIdData& id) {
   mine.device = comm->device;
   MIXCCL_CHECK(rendezvous(id, rank, nranks, mine, deadline, &comm->peers));
 
+  // This host's sizes (algo/tuning.h), before the mesh: its socket buffers are set as it connects.
+  int localRanks = 0;
+  for (const PeerInfo& p : comm->peers) localRanks += p.hostHash == comm->peers[rank].hostHash;
+  comm->tuning = deriveTuning(tuningInputsFrom(hostCaches(rank), hostCores(rank), localRanks),
+                              envTuningOverrides());
   MeshParams mesh{rank, nranks, config.nsocksPerPeer, id.commHash, id.secret};
+  mesh.socketBufferBytes = comm->tuning.socketBufferBytes;
   std::vector<std::vector<Socket>> conns;
   MIXCCL_CHECK(connectMesh(listener, mesh, comm->peers, deadline, &conns));
   if (comm->initCancel.load())
@@ -221,6 +230,13 @@ Result connectComm(Comm* comm, const UniqueIdData& id) {
   MIXCCL_CHECK(proxy->start());
   comm->proxy = std::move(proxy);
   MIXCCL_CHECK(exchangeTopology(comm, iface.name));
+  {
+    // Every rank must run the same algorithm with the same chunk: agree on them.
+    Transfers t(*comm->proxy, deadline);
+    CollContext ctx{rank, nranks, t, comm->tuning.chunkBytes};
+    MIXCCL_CHECK(agreeTuning(ctx, &comm->tuning));
+    INFO(kLogInit | kLogColl, "rank %d: tuning: %s", rank, comm->tuning.describe().c_str());
+  }
   MIXCCL_CHECK(setupDomains(comm));
   INFO(kLogInit, "rank %d of %d ready (comm %016llx%s%s)", rank, nranks,
        (unsigned long long)id.commHash, config.commName.empty() ? "" : ", ",

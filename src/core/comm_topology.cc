@@ -51,6 +51,11 @@ TopoCaches hostCaches(int rank) {
   return local ? local->caches : TopoCaches{};
 }
 
+int hostCores(int rank) {
+  std::shared_ptr<LocalTopology> local = localTopologyOnce(rank);
+  return local ? local->cores : 0;
+}
+
 Result exchangeTopology(Comm* comm, const std::string& socketInterface) {
   const int rank = comm->rank, nranks = comm->nranks;
   std::shared_ptr<LocalTopology> local = localTopologyOnce(rank);
@@ -101,7 +106,9 @@ Result exchangeTopology(Comm* comm, const std::string& socketInterface) {
 
   Deadline deadline = Deadline::afterSeconds(comm->config.timeoutS);
   Transfers t(*comm->proxy, deadline);
-  CollContext ctx{rank, nranks, t, env().chunkBytes};
+  // Before the ranks agree on their tuning (comm_init.cc): 256-byte blocks are one chunk of
+  // any size a rank may have derived, so this rank's own is safe.
+  CollContext ctx{rank, nranks, t, comm->tuning.chunkBytes};
   MIXCCL_CHECK(ringAllGather(ctx, wire, all.data(), kRankTopologyWireBytes, mixcclUint8));
   comm->topology.resize(nranks);
   for (int r = 0; r < nranks; ++r) {

@@ -21,5 +21,7 @@ bool hostHasActiveRdmaPort(int rank);
 
 // This host's cache sizes (the same discovery); all zero when the discovery failed.
 TopoCaches hostCaches(int rank);
+// This host's cores (the same discovery); 0 when the discovery failed.
+int hostCores(int rank);
 
 }  // namespace mixccl

@@ -38,7 +38,7 @@ DomainComm::~DomainComm() {
 const AdaptorTable& DomainComm::table() const { return *adaptor_.table; }
 
 HostDomainColl DomainComm::onMembers() const {
-  return HostDomainColl(*comm_->proxy, initDeadline_, members_, index_, env().chunkBytes);
+  return HostDomainColl(*comm_->proxy, initDeadline_, members_, index_, comm_->tuning.chunkBytes);
 }
 
 void DomainComm::abort() {

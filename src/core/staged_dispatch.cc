@@ -128,7 +128,8 @@ Result runStaged(Comm* comm, const CollCall& call, const PreMulSumOp* preMul) {
     job->run = [comm, direct]() {
       Transfers tr(*comm->proxy, Deadline::afterSeconds(comm->config.timeoutS));
       tr.setMemory(MemoryKind::Device);
-      CollContext ctx{comm->rank, comm->nranks, tr, env().chunkBytes};
+      CollContext ctx{comm->rank, comm->nranks, tr, comm->tuning.chunkBytes,
+                      comm->tuning.rhThresholdBytes};
       Result r = runFlat(ctx, direct);
       Result w = tr.waitAll();
       return r != mixcclSuccess ? r : w;
@@ -167,7 +168,8 @@ Result runStaged(Comm* comm, const CollCall& call, const PreMulSumOp* preMul) {
               host.type, factor);
     }
     Transfers tr(*comm->proxy, Deadline::afterSeconds(comm->config.timeoutS));
-    CollContext ctx{comm->rank, comm->nranks, tr, env().chunkBytes};
+    CollContext ctx{comm->rank, comm->nranks, tr, comm->tuning.chunkBytes,
+                      comm->tuning.rhThresholdBytes};
     // One domain stages only for a pre-multiplied sum (its library cannot scale): mixccl's
     // transport, connected between every pair, runs the collective on the staged copies.
     Result r = comm->domainMap.single() ? runFlat(ctx, host)

@@ -73,7 +73,8 @@ Result runOneCollective(Comm* comm, WorkItem* w, const Deadline* deadline) {
     applyPreMulSum(w->preMul, comm->rank, comm->nranks, &w->call, &w->scaled);
   if (!stagedPreMul && slotsTake(comm, w->call)) return runOnSlots(comm, w->call);
   Transfers t(*comm->proxy, deadline ? *deadline : Deadline::afterSeconds(comm->config.timeoutS));
-  CollContext ctx{comm->rank, comm->nranks, t, env().chunkBytes};
+  CollContext ctx{comm->rank, comm->nranks, t, comm->tuning.chunkBytes,
+                  comm->tuning.rhThresholdBytes};
   Result r = runCollective(comm, ctx, w->call, stagedPreMul ? &w->preMul : nullptr);
   if (r == mixcclSuccess) r = t.waitAll();
   return r;
@@ -107,7 +108,7 @@ Result executeOnComm(Comm* comm, const std::vector<WorkItem*>& items) {
       if (comm->staged) comm->staged->waitIdle();
       // Every rank reaches the same verdict, so a mismatch stops the group on all of them.
       Transfers check(*comm->proxy, deadline);
-      CollContext checkCtx{comm->rank, comm->nranks, check, env().chunkBytes};
+      CollContext checkCtx{comm->rank, comm->nranks, check, comm->tuning.chunkBytes};
       first = checkCollectiveMatches(checkCtx, w->call, &comm->collSeq);
       if (first != mixcclSuccess) break;
     } else {

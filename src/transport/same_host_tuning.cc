@@ -14,7 +14,7 @@
 namespace mixccl {
 namespace {
 
-// Buffers (MIXCCL_SOCKET_BUFFER_BYTES, 4 MiB; the kernel doubles it and caps it at
+// Buffers (MIXCCL_SOCKET_BUFFER_BYTES, derived: 4 MiB on the measured VM, algo/tuning.h; the kernel doubles it and caps it at
 // net.core.wmem_max / rmem_max): loopback moves a whole chunk per system call from the first
 // message on, instead of waiting for autotuning to grow a 16 KiB send buffer and a 128 KiB
 // receive window. Returns false when the kernel refused.
@@ -33,9 +33,8 @@ bool setCongestion(int fd, const std::string& name) {
 
 }  // namespace
 
-void tuneSameHostConnections(int rank, const std::vector<PeerInfo>& peers,
+void tuneSameHostConnections(int rank, const std::vector<PeerInfo>& peers, int bufferBytes,
                              std::vector<std::vector<Socket>>* conns) {
-  const int bufferBytes = env().socketBufferBytes;
   std::string congestion = env().socketCongestion;
   if (congestion == "default") congestion.clear();
   int sndbuf = -1, rcvbuf = -1;  // what the kernel granted (first connection), for the log
@@ -72,7 +71,7 @@ void tuneSameHostConnections(int rank, const std::vector<PeerInfo>& peers,
          rank);
   } else if (bufferBytes > 0) {
     INFO(kLogInit | kLogNet, "rank %d: same-host socket buffers SO_SNDBUF %d SO_RCVBUF %d "
-         "(MIXCCL_SOCKET_BUFFER_BYTES=%d), congestion control %s", rank, sndbuf, rcvbuf,
+         "(asked=%d, the tuning line says why), congestion control %s", rank, sndbuf, rcvbuf,
          bufferBytes, granted);
   } else {
     INFO(kLogInit | kLogNet, "rank %d: socket buffers left to kernel autotuning "

@@ -9,10 +9,12 @@
 
 namespace mixccl {
 
-// Applies MIXCCL_SOCKET_BUFFER_BYTES and MIXCCL_SOCKET_CONGESTION to every connection of
-// conns[peer] whose peer shares this rank's host, and logs what the kernel granted. Best
-// effort: a refused option leaves the kernel's default, which still works (warned once).
-void tuneSameHostConnections(int rank, const std::vector<PeerInfo>& peers,
+// Applies bufferBytes (SO_SNDBUF and SO_RCVBUF; 0 leaves the kernel's autotuning; the
+// communicator's tuning, MIXCCL_SOCKET_BUFFER_BYTES or derived) and MIXCCL_SOCKET_CONGESTION
+// to every connection of conns[peer] whose peer shares this rank's host, and logs what the
+// kernel granted. Best effort: a refused option leaves the kernel's default, which still works
+// (warned once).
+void tuneSameHostConnections(int rank, const std::vector<PeerInfo>& peers, int bufferBytes,
                              std::vector<std::vector<Socket>>* conns);
 
 }  // namespace mixccl

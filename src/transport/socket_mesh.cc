@@ -170,7 +170,7 @@ Result connectMesh(const Socket& listener, const MeshParams& params,
     // Carry the acceptor thread's message to this thread's last error.
     return adoptError(acceptResult, acceptError);
   }
-  tuneSameHostConnections(params.rank, peers, conns);
+  tuneSameHostConnections(params.rank, peers, params.socketBufferBytes, conns);
   INFO(kLogInit | kLogNet, "rank %d: connected to %d peers (MIXCCL_NSOCKS_PERPEER=%d, 0: auto)",
        params.rank, params.nranks - 1, params.nsocks);
   return mixcclSuccess;

@@ -20,6 +20,9 @@ struct MeshParams {
   int nsocks;  // connections per peer; 0: automatic (see connectionsTo)
   uint64_t commHash;
   Secret secret;
+  // SO_SNDBUF / SO_RCVBUF of same-host connections, 0: the kernel's autotuning (a
+  // communicator passes its Tuning::socketBufferBytes, algo/tuning.h).
+  int socketBufferBytes = 4 << 20;
 };
 
 // How many data connections this rank keeps to peer (the control connection comes on top).

@@ -5,6 +5,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -108,18 +111,24 @@ TEST(Inspect, TransportWhyAndDetail) {
 }
 
 // The default thresholds (docs/environment.md): below MIXCCL_RD_THRESHOLD (64 KiB) recursive
-// doubling; power-of-two rank counts of 4+ recursive halving below MIXCCL_RH_THRESHOLD (4 MiB)
-// and recursive-doubling AllGathers whose result is below it; the ring otherwise.
+// doubling; power-of-two rank counts of 4+ recursive halving below the rh threshold (derived
+// from the L3: 4 MiB on the measured VM, algo/tuning.h) and recursive-doubling AllGathers whose
+// result is below it; the ring otherwise.
 int algoRank(mixcclComm_t comm, int rank, int nranks, void*) {
   const bool powerOfTwo4 = nranks == 4;
+  // The threshold follows the machine (4 MiB here); the checks hold for any value it takes.
+  const std::string t = inspected(comm, "tuning.rh_threshold_bytes");
+  const unsigned long long th = strtoull(t.c_str(), nullptr, 10);
+  RANK_CHECK(th >= (1u << 20));
+  const std::string below = std::to_string(th - 1), at = std::to_string(th);
   RANK_CHECK(inspected(comm, "algo.allreduce.8") == "rd");
   RANK_CHECK(inspected(comm, "algo.allreduce.65535") == "rd");
   RANK_CHECK(inspected(comm, "algo.allreduce.65536") == (powerOfTwo4 ? "rh" : "ring"));
-  RANK_CHECK(inspected(comm, "algo.allreduce.4194303") == (powerOfTwo4 ? "rh" : "ring"));
-  RANK_CHECK(inspected(comm, "algo.allreduce.4194304") == "ring");
+  RANK_CHECK(inspected(comm, "algo.allreduce." + below) == (powerOfTwo4 ? "rh" : "ring"));
+  RANK_CHECK(inspected(comm, "algo.allreduce." + at) == "ring");
   RANK_CHECK(inspected(comm, "algo.allgather.0") == (powerOfTwo4 ? "rd" : "ring"));
-  RANK_CHECK(inspected(comm, "algo.allgather.4194303") == (powerOfTwo4 ? "rd" : "ring"));
-  RANK_CHECK(inspected(comm, "algo.allgather.4194304") == "ring");
+  RANK_CHECK(inspected(comm, "algo.allgather." + below) == (powerOfTwo4 ? "rd" : "ring"));
+  RANK_CHECK(inspected(comm, "algo.allgather." + at) == "ring");
   return 0;
 }
 
@@ -171,6 +180,79 @@ TEST(Inspect, SocketsGiveNoSlots) {
   gHarnessNet = nullptr;
 }
 
+// Ranks whose hosts report different caches (a per-rank hwloc XML topology: one core with an
+// L2 of 256 KiB << r and an L3 of 4 MiB << r) derive different chunks (64 KiB << r) and rh
+// thresholds (1 MiB << r, at most 16 MiB) and socket buffers, but must run the same algorithm
+// with the same chunk: they agree on the smallest chunk and threshold, and keep their own
+// socket buffers. A 3 MiB AllReduce on 4 ranks is above the thresholds ranks 0 and 1 derive
+// and below those of ranks 2 and 3: without the agreement the first two would run the ring
+// against the others' recursive halving.
+std::string oneCoreXml(unsigned long long l2, unsigned long long l3) {
+  const std::string set = "cpuset=\"0x00000001\" complete_cpuset=\"0x00000001\" nodeset=\"0x00000001\" "
+                          "complete_nodeset=\"0x00000001\"";
+  return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n"
+         "<topology version=\"2.0\">\n"
+         "<object type=\"Machine\" os_index=\"0\" " + set + " allowed_cpuset=\"0x00000001\" "
+         "allowed_nodeset=\"0x00000001\" gp_index=\"1\">\n"
+         "<object type=\"Package\" os_index=\"0\" " + set + " gp_index=\"2\">\n"
+         "<object type=\"NUMANode\" os_index=\"0\" " + set + " gp_index=\"3\" local_memory=\"1073741824\"/>\n"
+         "<object type=\"L3Cache\" " + set + " gp_index=\"4\" cache_size=\"" + std::to_string(l3) +
+         "\" depth=\"3\" cache_linesize=\"64\" cache_associativity=\"16\" cache_type=\"0\">\n"
+         "<object type=\"L2Cache\" " + set + " gp_index=\"5\" cache_size=\"" + std::to_string(l2) +
+         "\" depth=\"2\" cache_linesize=\"64\" cache_associativity=\"8\" cache_type=\"0\">\n"
+         "<object type=\"Core\" os_index=\"0\" " + set + " gp_index=\"6\">\n"
+         "<object type=\"PU\" os_index=\"0\" " + set + " gp_index=\"7\"/>\n"
+         "</object></object></object></object></object>\n</topology>\n";
+}
+
+void differentCaches(int rank) {
+  char path[128];
+  snprintf(path, sizeof(path), "/tmp/mixccl-tuning-test-%d-%d.xml", (int)getppid(), rank);
+  FILE* f = fopen(path, "w");
+  if (!f) return;  // the rank then sees this host's caches, and the checks fail
+  const std::string xml = oneCoreXml(256ull << (10 + rank), 4ull << (20 + rank));
+  fwrite(xml.data(), 1, xml.size(), f);
+  fclose(f);
+  setenv("HWLOC_XMLFILE", path, 1);
+  setenv("HWLOC_THISSYSTEM", "1", 1);  // still this host (its name, its interfaces)
+}
+
+int agreeRank(mixcclComm_t comm, int rank, int nranks, void*) {
+  unlink(getenv("HWLOC_XMLFILE"));
+  RANK_CHECK(inspected(comm, "tuning.chunk_bytes") == "65536");
+  RANK_CHECK(inspected(comm, "tuning.rh_threshold_bytes") == "1048576");
+  // 4 ranks on the XML's one core: L3 / 4 ranks / 4 / 4 ranks per core, at least 256 KiB.
+  const int ownBuffer = std::max((4 << (20 + rank)) / 64, 256 << 10);
+  RANK_CHECK(inspected(comm, "tuning.socket_buffer_bytes") == std::to_string(ownBuffer));
+  char why[1024];
+  RANK_CHECK(mixcclCommInspect(comm, "tuning", why, sizeof(why)) == mixcclSuccess);
+  RANK_CHECK(std::string(why).find(rank == 0 ? "chunk 65536 bytes (L2 256 KiB per core"
+                                             : "chunk 65536 bytes (rank 0's 65536, the smallest") == 0);
+  RANK_CHECK(inspected(comm, "algo.allreduce.3145728") == "ring");
+  const size_t count = (3u << 20) / sizeof(float);
+  std::vector<float> buf(count);
+  for (size_t i = 0; i < count; ++i) buf[i] = (float)((i % 97) + rank);
+  RANK_CHECK(mixcclAllReduce(buf.data(), buf.data(), count, mixcclFloat, mixcclSum, comm, nullptr) ==
+             mixcclSuccess);
+  bool ok = true;
+  for (size_t i = 0; i < count && ok; ++i)
+    ok = buf[i] == (float)(nranks * (i % 97) + nranks * (nranks - 1) / 2);
+  RANK_CHECK(ok);
+  // AllGather: 512 KiB per rank, a 2 MiB result (recursive doubling for none: above 1 MiB).
+  const size_t per = (512u << 10) / sizeof(int);
+  std::vector<int> mine(per, rank + 1), all(per * nranks, 0);
+  RANK_CHECK(mixcclAllGather(mine.data(), all.data(), per, mixcclInt, comm, nullptr) == mixcclSuccess);
+  for (size_t i = 0; i < all.size() && ok; ++i) ok = all[i] == (int)(i / per) + 1;
+  RANK_CHECK(ok);
+  return 0;
+}
+
+TEST(Inspect, RanksWithDifferentCachesAgreeOnChunkAndThreshold) {
+  gHarnessRankSetup = differentCaches;
+  EXPECT_EQ(runRanks(4, agreeRank, nullptr, 90), 0);
+  gHarnessRankSetup = nullptr;
+}
+
 int oneDomainRank(mixcclComm_t comm, int rank, int nranks, void*) {
   RANK_CHECK(inspected(comm, "domains") == "0,0,0");
   for (int r = 0; r < nranks; ++r) RANK_CHECK(inspected(comm, "adaptor." + std::to_string(r)) == "host");
@@ -214,9 +296,11 @@ TEST(Inspect, AdaptorsFormDomains) {
 int errorsRank(mixcclComm_t comm, int rank, int nranks, void*) {
   const std::string f = "mixcclCommInspect: ";
   RANK_CHECK(failsWith(comm, "nosuchkey", 64, f + "unknown key 'nosuchkey' (keys: transport.<peer>, "
-             "transport_why.<peer>, transport_detail.<peer>, device_direct.<peer>, algo.allreduce.<bytes>, algo.allgather.<bytes>, domains, adaptor.<rank>, memory, shm_slot_bytes)"));
+             "transport_why.<peer>, transport_detail.<peer>, device_direct.<peer>, algo.allreduce.<bytes>, algo.allgather.<bytes>, "
+             "tuning, tuning.chunk_bytes, tuning.rh_threshold_bytes, tuning.socket_buffer_bytes, domains, adaptor.<rank>, memory, shm_slot_bytes)"));
   RANK_CHECK(failsWith(comm, "algo.reduce.8", 64, f + "unknown key 'algo.reduce.8' (keys: "
-             "transport.<peer>, transport_why.<peer>, transport_detail.<peer>, device_direct.<peer>, algo.allreduce.<bytes>, algo.allgather.<bytes>, domains, "
+             "transport.<peer>, transport_why.<peer>, transport_detail.<peer>, device_direct.<peer>, algo.allreduce.<bytes>, algo.allgather.<bytes>, "
+             "tuning, tuning.chunk_bytes, tuning.rh_threshold_bytes, tuning.socket_buffer_bytes, domains, "
              "adaptor.<rank>, memory, shm_slot_bytes)"));
   RANK_CHECK(failsWith(comm, "transport.3", 64,
                        f + "key 'transport.3': no rank 3 in this communicator of 3 ranks"));

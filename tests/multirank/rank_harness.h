@@ -31,6 +31,9 @@ static inline double harnessNow(void) {
 static const char* gHarnessAdaptors;
 /* Optional config.netName for every rank (NULL: unset). */
 static const char* gHarnessNet;
+/* Optional: called in rank r's process before it joins (e.g. to give ranks different
+ * environments, such as HWLOC_XMLFILE). NULL: nothing. */
+static void (*gHarnessRankSetup)(int rank);
 
 /* Item r of a comma-separated list into buf ("" when the list is shorter). */
 static inline void harnessListItem(const char* list, int r, char* buf, size_t len) {
@@ -75,6 +78,7 @@ static inline int runRanks(int nranks, RankMain fn, void* arg, int timeoutSecond
     if (pids[r] == 0) {
       prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the test */
       mixcclComm_t comm = NULL;
+      if (gHarnessRankSetup) gHarnessRankSetup(r);
       mixcclResult_t res = harnessInitRank(&comm, nranks, id, r);
       if (res != mixcclSuccess) {
         fprintf(stderr, "rank %d: mixcclCommInitRank failed: %s: %s\n", r,
