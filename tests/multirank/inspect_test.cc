@@ -215,6 +215,9 @@ void differentCaches(int rank) {
   fclose(f);
   setenv("HWLOC_XMLFILE", path, 1);
   setenv("HWLOC_THISSYSTEM", "1", 1);  // still this host (its name, its interfaces)
+  // A component list (the sanitizer stage sets HWLOC_COMPONENTS=-pci) makes hwloc ignore
+  // HWLOC_XMLFILE; this rank's topology is the XML alone.
+  unsetenv("HWLOC_COMPONENTS");
 }
 
 int agreeRank(mixcclComm_t comm, int rank, int nranks, void*) {
