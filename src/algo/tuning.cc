@@ -4,17 +4,12 @@
 #include <cstdio>
 
 #include "base/env.h"
+#include "base/pow2.h"
 
 namespace mixccl {
 namespace {
 
 constexpr uint64_t KiB = 1 << 10, MiB = 1 << 20;
-
-uint64_t floorPow2(uint64_t x) {
-  uint64_t p = 1;
-  while (p <= x / 2) p <<= 1;
-  return p;
-}
 
 // A quarter of `cache`, rounded down to a power of two, within [lo, hi]; `fallback` when the
 // cache is not reported. *why says how.
@@ -27,7 +22,7 @@ uint64_t quarterOf(uint64_t cache, const char* level, uint64_t lo, uint64_t hi, 
     *why = buf;
     return fallback;
   }
-  const uint64_t v = std::min(std::max(floorPow2(std::max<uint64_t>(cache / 4, 1)), lo), hi);
+  const uint64_t v = floorPow2Within(cache / 4, lo, hi);
   snprintf(buf, sizeof(buf), "%s %llu KiB per core / 4, within [%llu, %llu] KiB: %llu KiB", level,
            (unsigned long long)(cache / KiB), (unsigned long long)(lo / KiB),
            (unsigned long long)(hi / KiB), (unsigned long long)(v / KiB));
@@ -75,7 +70,7 @@ Tuning deriveTuning(const TuningInputs& in, const TuningOverrides& over) {
     const int cores = in.cores > 0 ? in.cores : ranks;
     const double perCore = ranks > cores ? (double)ranks / cores : 1.0;
     const uint64_t share = (uint64_t)((double)in.l3Total / ranks / 4 / perCore);
-    const uint64_t v = std::min(std::max(floorPow2(std::max<uint64_t>(share, 1)), 256 * KiB), 4 * MiB);
+    const uint64_t v = floorPow2Within(share, 256 * KiB, 4 * MiB);
     char buf[200];
     snprintf(buf, sizeof(buf), "L3 %llu KiB / %d rank(s) of this host / 4 / %.3g rank(s) per core "
              "(%d cores), within [256, 4096] KiB: %llu KiB", (unsigned long long)(in.l3Total / KiB),

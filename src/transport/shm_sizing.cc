@@ -5,22 +5,9 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "base/pow2.h"
+
 namespace mixccl {
-namespace {
-
-size_t floorPow2(uint64_t x) {
-  size_t p = 1;
-  while (p <= x / 2) p <<= 1;
-  return p;
-}
-
-size_t ceilPow2(uint64_t x) {
-  size_t p = 1;
-  while (p < x && p < ((size_t)1 << 40)) p <<= 1;
-  return p;
-}
-
-}  // namespace
 
 size_t shmRingBytesFor(uint64_t l2Bytes, int l2Cores, size_t chunkBytes, std::string* why) {
   char buf[160];
@@ -29,7 +16,7 @@ size_t shmRingBytesFor(uint64_t l2Bytes, int l2Cores, size_t chunkBytes, std::st
     return kShmRingFallbackBytes;
   }
   const uint64_t perCore = l2Bytes / (uint64_t)std::max(l2Cores, 1);
-  const size_t fromCache = floorPow2(std::max<uint64_t>(perCore, 1));
+  const size_t fromCache = floorPow2(perCore);
   const size_t floorBytes = ceilPow2((uint64_t)chunkBytes * 4);
   size_t ring = std::min(std::max(fromCache, floorBytes), kShmRingMaxDerivedBytes);
   if (why) {
@@ -49,8 +36,7 @@ size_t shmSlotBytesFor(uint64_t l2Bytes, int l2Cores, int nranks, std::string* w
   }
   const uint64_t perCore = l2Bytes / (uint64_t)std::max(l2Cores, 1);
   const uint64_t share = perCore / (4 * (uint64_t)std::max(nranks, 1));
-  const size_t slot = std::min(std::max(floorPow2(std::max<uint64_t>(share, 1)), kShmSlotMinBytes),
-                               kShmSlotMaxBytes);
+  const size_t slot = floorPow2Within(share, kShmSlotMinBytes, kShmSlotMaxBytes);
   if (why) {
     snprintf(buf, sizeof(buf), "L2 %llu KiB per core / (4 x %d ranks) -> %zu KiB, within %zu-%zu KiB",
              (unsigned long long)(perCore >> 10), nranks, slot >> 10, kShmSlotMinBytes >> 10,

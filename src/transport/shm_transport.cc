@@ -14,6 +14,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "base/pow2.h"
 #include "transport/control_exchange.h"
 
 namespace mixccl {
@@ -83,12 +84,6 @@ struct ShmStatus {
   uint32_t magic;
   uint32_t ok;
 };
-
-size_t roundUpPow2(size_t n) {
-  size_t c = 4096;
-  while (c < n) c <<= 1;
-  return c;
-}
 
 uint64_t randomNonce() {
   std::random_device rd;
@@ -164,7 +159,7 @@ Result setupLinks(const ShmParams& p, const std::vector<PeerInfo>& peers,
   if (p.cma) allowPeersToAttach();
 
   // 2. Each rank creates the segments it sends through.
-  const size_t ring = roundUpPow2(p.ringBytes);
+  const size_t ring = std::max<size_t>(ceilPow2(p.ringBytes), 4096);
   std::vector<std::unique_ptr<ShmLink>> made(p.nranks);
   Result mine = mixcclSuccess;
   for (int r : use) {
