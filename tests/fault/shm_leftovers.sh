@@ -1,24 +1,41 @@
 #!/usr/bin/env bash
 # After the fault tests (ranks killed with SIGKILL, aborted, timed out): no mixccl shared-memory
-# segment may stay in /dev/shm. A segment exists only while a communicator initialises, so a
-# name is a leak only if it is still there after a few seconds (tests of other jobs may be
-# initialising right now). --selftest: plants a leak and expects this check to catch it.
+# segment may stay in /dev/shm. A name is a leak only if no live process maps it or holds it
+# open, and it is still there after a few seconds: other tests run beside this check, and their
+# communicators hold segments while they initialise (mixccl's own, unlinked once mapped) or for
+# their whole life (libfabric's shm provider names its endpoint mixccl-ofi-*).
+# --selftest: plants a leak and expects this check to catch it, then plants a name a live
+# process holds open and expects this check to pass over it.
 set -u
 dir=${MIXCCL_SHM_DIR:-/dev/shm}
 if [ "${1:-}" = "--selftest" ]; then
   planted="$dir/mixccl-selftest-$$-0-1"
   : >"$planted"
   "$0" >/dev/null; rc=$?
-  rm -f "$planted"
-  if [ $rc = 0 ]; then echo "FAIL: the check missed a planted segment"; exit 1; fi
-  echo "ok: the check catches a leftover segment"; exit 0
+  if [ $rc = 0 ]; then rm -f "$planted"; echo "FAIL: the check missed a planted segment"; exit 1; fi
+  sleep 30 3<"$planted" & holder=$!
+  "$0" >/dev/null; rc=$?
+  kill "$holder"; rm -f "$planted"
+  if [ $rc != 0 ]; then echo "FAIL: the check called a segment a live process holds a leak"; exit 1; fi
+  echo "ok: the check catches a leftover segment and passes over one in use"; exit 0
 fi
 list() { (cd "$dir" && ls -1 2>/dev/null | grep '^mixccl-' | sort); }
-seen=$(list)
+# Names some live process maps (/proc/PID/maps) or holds open (/proc/PID/fd).
+in_use() {
+  { cat /proc/[0-9]*/maps 2>/dev/null | grep -o "$dir/mixccl-[^ ]*"
+    for f in /proc/[0-9]*/fd/*; do readlink "$f" 2>/dev/null; done | grep "^$dir/mixccl-"
+  } | sed -e "s|^$dir/||" -e 's/ (deleted)$//' | sort -u
+}
+unused() { comm -23 <(list) <(in_use); }
+seen=$(unused)
 for _ in 1 2 3; do
-  [ -z "$seen" ] && { echo "ok: no mixccl-* segments in $dir"; exit 0; }
+  [ -z "$seen" ] && { echo "ok: no leftover mixccl-* segments in $dir"; exit 0; }
   sleep 1
-  seen=$(comm -12 <(echo "$seen") <(list))
+  seen=$(comm -12 <(echo "$seen") <(unused))
 done
-if [ -n "$seen" ]; then echo "FAIL: segments left in $dir:"; echo "$seen"; exit 1; fi
-echo "ok: no mixccl-* segments in $dir"
+if [ -n "$seen" ]; then
+  echo "FAIL: segments left in $dir (no live process uses them; size, last change):"
+  for n in $seen; do stat -c '  %n %s bytes %y' "$dir/$n" 2>/dev/null || echo "  $n (gone meanwhile)"; done
+  exit 1
+fi
+echo "ok: no leftover mixccl-* segments in $dir"
