@@ -236,6 +236,14 @@ mixcclResult_t mixcclSend(const void* sendbuff, size_t count, mixcclDataType_t d
 mixcclResult_t mixcclRecv(void* recvbuff, size_t count, mixcclDataType_t datatype, int peer,
                           mixcclComm_t comm, mixcclStream_t stream);
 
+/* Like MPI_Iprobe for one source, without tags: without blocking, whether the next message from
+ * peer that no receive posted so far matches has begun to arrive (*flag 1, *bytes its size in
+ * bytes) or not (*flag 0, *bytes 0). Nothing is received: the next mixcclRecv from peer takes
+ * it. Zero-byte sends carry no message. A mixccl extension (NCCL has no probe), for receives
+ * from any source built above the library; host-memory adaptors over the socket or
+ * shared-memory transport only (others: mixcclInvalidUsage), never inside a group. */
+mixcclResult_t mixcclIprobe(int peer, int* flag, size_t* bytes, mixcclComm_t comm);
+
 /* Groups nest; the work recorded inside runs at the outermost GroupEnd, point-to-point
  * operations of the group all in flight together. */
 mixcclResult_t mixcclGroupStart(void);

@@ -57,6 +57,8 @@ void releaseItems(std::vector<std::unique_ptr<WorkItem>>& items) {
 
 }  // namespace
 
+bool groupOpen() { return tlsGroup.depth > 0; }
+
 Result groupStart() {
   ++tlsGroup.depth;
   return mixcclSuccess;

@@ -9,6 +9,8 @@ namespace mixccl {
 
 Result groupStart();
 Result groupEnd();
+// Whether the calling thread is between mixcclGroupStart and the outermost mixcclGroupEnd.
+bool groupOpen();
 // Runs item now, or records it when a group is open (taking a reference on its comm).
 Result submitWork(WorkItem item);
 

@@ -120,6 +120,28 @@ uint64_t Proxy::bytesMoved(const std::string& transport) const {
   return n;
 }
 
+Result Proxy::probe(int peer, bool* arrived, uint64_t* bytes) {
+  *arrived = false;
+  *bytes = 0;
+  Connection* c = peer >= 0 && peer < params_.nranks ? conns_[peer].get() : nullptr;
+  if (!c)
+    return raiseError(mixcclInvalidUsage, "%s: no connection to probe for rank %d", me().c_str(),
+                      peer);
+  if (!c->canProbe())
+    return raiseError(mixcclInvalidUsage, "%s: the %s transport to %s cannot probe for a "
+                      "message (the socket and shared-memory transports can)", me().c_str(),
+                      c->transportName(), params_.peerNames[peer].c_str());
+  std::lock_guard<std::mutex> lock(progressMutex_);
+  progressOnce(0, nullptr);
+  if (health_.failed()) {
+    std::string why;
+    Result failure = health_.error(&why);
+    return raiseError(failure, "%s: the communicator has failed: %s", me().c_str(), why.c_str());
+  }
+  *arrived = c->nextUnmatchedMessage(bytes);
+  return mixcclSuccess;
+}
+
 void Proxy::post(TransportRequest* r) {
   r->state.store(TransportRequest::Pending, std::memory_order_relaxed);
   r->done = 0;

@@ -58,6 +58,10 @@ class Proxy : private TransportEvents {
   const char* transportName(int peer) const;
   // Its Connection::detail() ("" for this rank).
   std::string transportDetail(int peer) const;
+  // mixcclIprobe: one round of progress without blocking, then whether the next message from
+  // peer that no posted receive matches has begun to arrive (*bytes: its size). Thread-safe.
+  // mixcclInvalidUsage where peer's transport cannot tell; the failure if the comm failed.
+  Result probe(int peer, bool* arrived, uint64_t* bytes);
   // Bytes the named transport moved so far (tests, logging).
   uint64_t bytesMoved(const std::string& transport) const;
 

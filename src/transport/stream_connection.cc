@@ -59,6 +59,18 @@ void StreamConnection::postRecv(TransportRequest* r) {
   }
 }
 
+// A lane pauses on the first frame of a message no receive matches yet (matchFrame): the next
+// unmatched message has arrived when some lane holds a frame with its sequence number. Its
+// header carries the message's total size, whichever of its frames came first.
+bool StreamConnection::nextUnmatchedMessage(uint64_t* bytes) const {
+  for (const Lane& l : lanes_)
+    if (l.paused && l.recvHdr.seq == nextRecvSeq_) {
+      *bytes = l.recvHdr.total;
+      return true;
+    }
+  return false;
+}
+
 void StreamConnection::onEvent(int lane, uint32_t events) {
   Lane& l = lanes_[lane];
   if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) pumpRecv(l);

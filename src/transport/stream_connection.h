@@ -28,6 +28,8 @@ class StreamConnection : public Connection {
   void onEvent(int lane, uint32_t events) override;
   void goodbye() override;
   void abandon() override;
+  bool canProbe() const override { return true; }
+  bool nextUnmatchedMessage(uint64_t* bytes) const override;
 
  protected:
   // Largest descriptor body a frame may carry instead of payload.

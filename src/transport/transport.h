@@ -118,6 +118,10 @@ class Connection {
   virtual void abandon() = 0;
   // Bytes moved so far (tests and logs).
   virtual uint64_t bytesMoved() const { return 0; }
+  // mixcclIprobe: whether this transport can tell that the peer's next message, which no posted
+  // receive matches yet, has begun to arrive; then nextUnmatchedMessage says so (and its size).
+  virtual bool canProbe() const { return false; }
+  virtual bool nextUnmatchedMessage(uint64_t* bytes) const { return false; }
   // What the link is made of beyond the transport's name ("2 connections", "ring 1024 KiB,
   // cross-memory attach off", UCX's transports "tcp"): INFO and mixcclCommInspect
   // "transport_detail.<peer>".
