@@ -2,6 +2,7 @@
 op x dtype x reduce op, uneven all_to_all, non-contiguous tensors, coalesced calls, bad input
 (a clear exception, and the group stays usable), point-to-point that must not deadlock."""
 
+import time
 import unittest
 
 import torch
@@ -290,9 +291,75 @@ class TestMixcclOps(MixcclTestCase):
         self.assertTrue(work.wait())
         self.assertTrue(work.is_completed())
         self.assertEqual(work.result()[0].tolist(), [3.0] * 3)
-        with self.assertRaisesRegex(RuntimeError, "mixccl recv: a receive from any source is "
-                                                  "not supported"):
-            dist.recv(torch.empty(1))
+        dist.destroy_process_group()
+
+    def test_recv_from_any_source(self):
+        self.init_pg()
+        # Ranks 1 and 2 each send their rank twice to rank 0 (tag 5); rank 0 takes four messages
+        # from any source (recv and irecv): each whole, two from each sender, in its order.
+        if self.rank == 0:
+            seen = []
+            for i in range(4):
+                t = torch.full((6,), -1.0)
+                if i % 2:
+                    work = dist.irecv(t, tag=5)
+                    work.wait()
+                    src = work._source_rank()
+                else:
+                    src = dist.recv(t, tag=5)
+                self.assertIn(src, (1, 2))
+                self.assertEqual(t.tolist(), [float(src * 10 + seen.count(src))] * 6)
+                seen.append(src)
+            self.assertEqual(sorted(seen), [1, 1, 2, 2])
+        else:
+            for k in range(2):
+                dist.send(torch.full((6,), float(self.rank * 10 + k)), 0, tag=5)
+        # A message of another size stays for a receive of its size; the error names both.
+        # Then a receive from any source and one naming the sender share a lane in order.
+        if self.rank == 1:
+            dist.send(torch.arange(4.0), 0, tag=6)
+            dist.send(torch.full((3,), 7.0), 0, tag=6)
+            dist.send(torch.full((3,), 8.0), 0, tag=6)
+        if self.rank == 0:
+            with self.assertRaisesRegex(RuntimeError, r"mixccl recv \(any source\): rank 1 sent "
+                                        r"16 bytes with tag 6 to a receive of 32 bytes"):
+                dist.recv(torch.empty(8), tag=6)
+            t = torch.empty(4)
+            dist.recv(t, src=1, tag=6)
+            self.assertEqual(t.tolist(), [0.0, 1.0, 2.0, 3.0])
+            a, b = torch.empty(3), torch.empty(3)
+            self.assertEqual(dist.recv(a, tag=6), 1)
+            dist.recv(b, src=1, tag=6)
+            self.assertEqual((a.tolist(), b.tolist()), ([7.0] * 3, [8.0] * 3))
+            with self.assertRaisesRegex(RuntimeError, "a receive from any source needs at least "
+                                                      "one element"):
+                dist.recv(torch.empty(0))
+        dist.barrier()
+        # destroy_process_group ends a receive from any source nobody sends to, at once.
+        if self.rank == 0:
+            work = dist.irecv(torch.empty(2), tag=9)
+            start = time.monotonic()
+            dist.destroy_process_group()
+            self.assertLess(time.monotonic() - start, 10)
+            with self.assertRaisesRegex(RuntimeError, r"mixccl recv \(any source\): the process "
+                                                      "group was aborted or shut down"):
+                work.wait()
+        else:
+            dist.destroy_process_group()
+
+    def test_recv_from_any_source_times_out(self):
+        self.init_pg(timeout_s=2)
+        if self.rank == 0:
+            start = time.monotonic()
+            with self.assertRaisesRegex(RuntimeError, r"mixccl recv \(any source\): rank 0 got "
+                                        "no message with tag 7 from any rank within 2000 ms"):
+                dist.recv(torch.empty(1), tag=7)
+            elapsed = time.monotonic() - start
+            self.assertGreater(elapsed, 1.9)
+            self.assertLess(elapsed, 6)
+        else:
+            time.sleep(3)  # past rank 0's timeout, so that the barrier does not wait for it
+        dist.barrier()
         dist.destroy_process_group()
 
     def test_new_group_and_non_members(self):

@@ -26,8 +26,6 @@ if BACKEND == "mixccl":
 
     for feature in ("plugin", "ddp", "subgroup"):
         DistTestCases.backend_feature[feature].add("mixccl")
-    # mixccl matches each receive to a named sender, as NCCL does (docs/pytorch.md).
-    DistTestCases.skip_collective["sendrecv anysource"].add("mixccl")
 
 from torch.testing._internal.distributed.distributed_test import (  # noqa: E402
     DistributedTest,

@@ -106,11 +106,12 @@ c10::intrusive_ptr<c10d::Work> MixcclBackend::recv(std::vector<at::Tensor>& tens
   return lanes_->recv(t, srcRank, tag);
 }
 
-c10::intrusive_ptr<c10d::Work> MixcclBackend::recvAnysource(std::vector<at::Tensor>&, int) {
-  // mixccl matches every receive to one named sender (as NCCL does); a wildcard would need a
-  // probe the library does not have.
-  TORCH_CHECK(false, "mixccl recv: a receive from any source is not supported; name the source "
-                     "rank (src=...)");
+c10::intrusive_ptr<c10d::Work> MixcclBackend::recvAnysource(std::vector<at::Tensor>& tensors,
+                                                            int tag) {
+  checkOpen("recv");
+  const at::Tensor& t = onlyTensor(tensors, "recv");
+  ++seq_;
+  return lanes_->recvAnySource(t, tag, size_);
 }
 
 c10::intrusive_ptr<c10d::Work> MixcclBackend::barrier(const c10d::BarrierOptions& opts) {

@@ -4,6 +4,9 @@
 // that waits for its receiver never holds up anything else: two ranks that each isend a large
 // tensor before their irecv do not deadlock, as they would on one thread, and tags match like
 // Gloo's (sends and receives of one tag, between two ranks, match in order).
+// A receive from any source probes (mixcclIprobe) every other rank's lane of its tag, each on
+// that lane's own thread so it queues behind the lane's earlier receives; the first lane where a
+// message has arrived takes it, the others stop probing and leave their messages in place.
 #pragma once
 
 #include "comm.h"
@@ -12,6 +15,7 @@
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -27,6 +31,9 @@ class P2PLanes {
 
   c10::intrusive_ptr<MixcclWork> send(const at::Tensor& tensor, int peer, int tag);
   c10::intrusive_ptr<MixcclWork> recv(const at::Tensor& tensor, int peer, int tag);
+  // From whichever of the group's other ranks sends with tag first; the Work's sourceRank()
+  // names it. groupSize: the ranks that may send.
+  c10::intrusive_ptr<MixcclWork> recvAnySource(const at::Tensor& tensor, int tag, int groupSize);
   // Aborts every lane's communicator: transfers in flight and queued ones fail at once.
   void abort();
   // Lanes in use (for tests: lanes are created lazily and per tag).
@@ -34,7 +41,13 @@ class P2PLanes {
 
  private:
   struct Lane;
+  struct AnySource;
   Lane& lane(int peer, bool sending, int tag);
+  // The lane's communicator, formed through the Store on first use (on the lane's thread).
+  void ensureComm(Lane& l, int peer, int tag, bool sending);
+  std::string storeKey(int peer, int tag, bool sending) const;
+  // One lane's share of a receive from any source (runs on that lane's thread).
+  void probeLane(Lane& l, int peer, AnySource& any);
   c10::intrusive_ptr<MixcclWork> transfer(const at::Tensor& tensor, int peer, int tag, bool sending);
 
   c10::intrusive_ptr<c10d::Store> store_;
@@ -42,6 +55,7 @@ class P2PLanes {
   std::chrono::milliseconds timeout_;
   std::mutex mutex_;
   bool aborted_ = false;
+  std::atomic<bool> stopping_{false};  // aborted or being destroyed: probes give up
   std::map<std::tuple<int, bool, int>, std::unique_ptr<Lane>> lanes_;
 };
 

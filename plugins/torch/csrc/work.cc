@@ -37,6 +37,11 @@ bool MixcclWork::wait(std::chrono::milliseconds timeout) {
   return true;
 }
 
+int MixcclWork::sourceRank() const {
+  if (sourceRank_ >= 0) return sourceRank_;
+  return c10d::Work::sourceRank();  // throws: not a receive from any source
+}
+
 c10::intrusive_ptr<c10::ivalue::Future> MixcclWork::getFuture() { return future_; }
 
 std::vector<at::Tensor> MixcclWork::result() { return outputs_; }

@@ -26,11 +26,15 @@ class MixcclWork : public c10d::Work {
   std::vector<at::Tensor> result() override;
 
   const std::string& opName() const { return opName_; }
+  // A receive from any source: the rank its message came from, set before markDone.
+  void setSourceRank(int rank) { sourceRank_ = rank; }
+  int sourceRank() const override;
 
  private:
   std::string opName_;
   std::vector<at::Tensor> outputs_;
   std::chrono::milliseconds timeout_;
+  int sourceRank_ = -1;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 
