@@ -7,7 +7,7 @@ For each rank count, backend, operation (all_reduce, all_gather_into_tensor,
 reduce_scatter_tensor, sendrecv) and size (1 KiB to 64 MiB by x4) it times --iters calls after
 --warmup, takes the slowest rank's time, and prints nccl-tests' bus bandwidth: all_reduce
 2(n-1)/n, all_gather/reduce_scatter (n-1)/n of the whole buffer, sendrecv 1 (ranks pair up,
-2k <-> 2k+1). The last column is mixccl / gloo.
+2k <-> 2k+1). The last column is mixccl / gloo. --ops picks operations (default: all).
 """
 
 import argparse
@@ -51,13 +51,13 @@ def one_call(op, rank, n, small, big):
                 w.wait()
 
 
-def rank_main(rank, n, backend, store_file, sizes, iters, warmup, queue):
+def rank_main(rank, n, backend, store_file, sizes, iters, warmup, ops, queue):
     if backend == "mixccl":
         import mixccl.torch  # noqa: F401
     # A file store: no port to race for with whatever else runs on the machine.
     dist.init_process_group(backend, init_method=f"file://{store_file}", rank=rank, world_size=n)
     rows = []
-    for op in OPS:
+    for op in ops:
         for nbytes in sizes:
             count = max(nbytes // 4 // n * n, n)  # whole floats, divisible among ranks
             big = torch.ones(count)
@@ -80,13 +80,13 @@ def rank_main(rank, n, backend, store_file, sizes, iters, warmup, queue):
     dist.destroy_process_group()
 
 
-def run(n, backend, sizes, iters, warmup):
+def run(n, backend, sizes, iters, warmup, ops):
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     with tempfile.TemporaryDirectory() as tmp:
         store_file = os.path.join(tmp, "store")
         procs = [ctx.Process(target=rank_main,
-                             args=(r, n, backend, store_file, sizes, iters, warmup, queue))
+                             args=(r, n, backend, store_file, sizes, iters, warmup, ops, queue))
                  for r in range(n)]
         for p in procs:
             p.start()
@@ -113,6 +113,7 @@ def main():
     ap.add_argument("--max-bytes", default="64M")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--ops", nargs="+", default=OPS, choices=OPS)
     args = ap.parse_args()
     sizes, s = [], parse_bytes(args.min_bytes)
     while s <= parse_bytes(args.max_bytes):
@@ -123,7 +124,7 @@ def main():
     print(f"# torch {torch.__version__}, {os.cpu_count()} CPUs ({cpu}); busbw in GB/s, "
           f"median of up to {args.iters} calls, slowest rank")
     for n in args.ranks:
-        results = {b: run(n, b, sizes, args.iters, args.warmup) for b in args.backends}
+        results = {b: run(n, b, sizes, args.iters, args.warmup, args.ops) for b in args.backends}
         head = "".join(f"{b + ' busbw':>14}" for b in args.backends)
         ratio = "  ratio" if len(args.backends) == 2 else ""
         print(f"\n# {n} ranks\n{'op':<24}{'bytes':>11}{head}{ratio}")

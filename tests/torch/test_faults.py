@@ -54,8 +54,8 @@ class TestMixcclFaults(unittest.TestCase):
     def test_monitored_barrier_names_missing_rank(self):
         codes, results, _ = run_job("monitored", 3)
         self.assertEqual(codes, [0, 0, 0], results)
-        self.assertEqual(results[0], "raised DistBackendError: mixccl monitored_barrier: rank 2 "
-                                     "did not reach the barrier within 2000 ms")
+        self.assertEqual(results[0], "raised DistBackendError: mixccl monitored_barrier: Rank 2 "
+                                     "failed to pass monitoredBarrier in 2000 ms")
 
     def test_device_memory_adaptor_is_refused(self):
         # mixccl's simulated device adaptor (tests/hetero) stands in for nccl: no GPU needed.

@@ -347,6 +347,30 @@ class TestMixcclOps(MixcclTestCase):
         else:
             dist.destroy_process_group()
 
+    def test_sparse_all_reduce(self):
+        self.init_pg()
+        # Rank r holds nonzeros at rows r and r+1 (rows overlap between neighbours, rank 2 has
+        # one more); the sum is checked against the dense sum, on every rank.
+        dense = [torch.zeros(5, 2) for _ in range(self.world_size)]
+        for r, d in enumerate(dense):
+            d[r] = torch.tensor([r + 1.0, -r])
+            d[r + 1] = torch.tensor([10.0 * r, 0.5])
+            if r == 2:
+                d[0] = torch.tensor([7.0, 7.0])
+        t = dense[self.rank].to_sparse()
+        dist.all_reduce(t)
+        self.assertTrue(t.is_sparse)
+        self.assertTrue(torch.equal(t.to_dense(), sum(dense)))
+        empty = torch.zeros(3, 4).to_sparse()
+        dist.all_reduce(empty)
+        self.assertEqual(empty._nnz(), 0)
+        with self.assertRaisesRegex(RuntimeError, r"mixccl allreduce: a sparse tensor reduces "
+                                                  r"with SUM only \(as gloo's\)"):
+            dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        dist.all_reduce(t)  # still usable
+        self.assertTrue(torch.equal(t.to_dense(), 3 * sum(dense)))
+        dist.destroy_process_group()
+
     def test_recv_from_any_source_times_out(self):
         self.init_pg(timeout_s=2)
         if self.rank == 0:

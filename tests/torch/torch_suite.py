@@ -4,6 +4,8 @@ one backend, the way torch's test_distributed_spawn.py does.
 
     BACKEND=mixccl WORLD_SIZE=2 python3 torch_suite.py test_all_reduce_sum test_broadcast ...
     BACKEND=mixccl WORLD_SIZE=2 python3 torch_suite.py --all      # the whole suite
+    BACKEND=mixccl MIXCCL_SUITE_AS_GLOO=1 WORLD_SIZE=2 python3 torch_suite.py test_get_future
+                                                  # a test the suite runs only for gloo
 
 For backend "mixccl" the backend is registered first and named in the suite's feature sets
 ("plugin", and "ddp"/"subgroup", which mixccl implements) so its tests are not skipped.
@@ -27,10 +29,22 @@ if BACKEND == "mixccl":
     for feature in ("plugin", "ddp", "subgroup"):
         DistTestCases.backend_feature[feature].add("mixccl")
 
+# MIXCCL_SUITE_AS_GLOO=1 with BACKEND=mixccl: the suite's decorators (read at import) see
+# "gloo", so the tests it runs only for a backend named gloo are collected, then every process
+# group is made with mixccl (the module's BACKEND, read when a test runs).
+AS_GLOO = BACKEND == "mixccl" and os.environ.get("MIXCCL_SUITE_AS_GLOO") == "1"
+if AS_GLOO:
+    os.environ["BACKEND"] = "gloo"
+
+import torch.testing._internal.distributed.distributed_test as distributed_test  # noqa: E402
 from torch.testing._internal.distributed.distributed_test import (  # noqa: E402
     DistributedTest,
     TestDistBackend,
 )
+
+if AS_GLOO:
+    distributed_test.BACKEND = "mixccl"
+    os.environ["BACKEND"] = "mixccl"
 
 
 class TestDistBackendWithSpawn(TestDistBackend, DistributedTest._DistTestBase):

@@ -136,7 +136,11 @@ void MixcclBackend::monitoredBarrier(const c10d::BarrierOptions& opts, bool wait
   for (int r = 1; r < size_; ++r) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
-    if (left.count() < 1) left = std::chrono::milliseconds(1);
+    // Worded as gloo words it: programs and torch's own tests look for these phrases.
+    if (left.count() <= 0 && missing.empty())
+      C10_THROW_ERROR(DistBackendError, "mixccl monitored_barrier: Rank 0 timed out in "
+                      "monitoredBarrier after " + std::to_string(timeout.count()) + " ms");
+    if (left.count() <= 0) break;
     try {
       store_->wait({prefix + std::to_string(r)}, left);
     } catch (const std::exception&) {
@@ -148,8 +152,8 @@ void MixcclBackend::monitoredBarrier(const c10d::BarrierOptions& opts, bool wait
     std::string ranks;
     for (int r : missing) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
     C10_THROW_ERROR(DistBackendError,
-                    "mixccl monitored_barrier: rank" + std::string(missing.size() > 1 ? "s " : " ") +
-                        ranks + " did not reach the barrier within " +
+                    "mixccl monitored_barrier: Rank" + std::string(missing.size() > 1 ? "s " : " ") +
+                        ranks + " failed to pass monitoredBarrier in " +
                         std::to_string(timeout.count()) + " ms");
   }
   store_->set(prefix + "done", std::vector<uint8_t>{1});

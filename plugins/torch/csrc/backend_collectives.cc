@@ -44,6 +44,14 @@ c10::intrusive_ptr<c10d::Work> MixcclBackend::broadcast(std::vector<at::Tensor>&
 c10::intrusive_ptr<c10d::Work> MixcclBackend::allreduce(std::vector<at::Tensor>& tensors,
                                                         const c10d::AllreduceOptions& opts) {
   at::Tensor t = onlyTensor(tensors, "allreduce");
+  if (t.is_sparse()) {
+    TORCH_CHECK(opts.reduceOp == c10d::ReduceOp::SUM, "mixccl allreduce: a sparse tensor "
+                "reduces with SUM only (as gloo's)");
+    TORCH_CHECK(t.device().is_cpu(), "mixccl allreduce: sparse tensors on ", t.device(),
+                " are not supported (CPU only)");
+    return enqueue(c10d::OpType::ALLREDUCE, "allreduce", tensors, timeoutOr(opts.timeout),
+                   [t](Comm& comm) { runSparseAllreduce(comm, t); });
+  }
   Reduction how = reductionFor(opts.reduceOp, t.scalar_type(), "allreduce");
   return enqueue(c10d::OpType::ALLREDUCE, "allreduce", tensors, timeoutOr(opts.timeout),
                  [t, how](Comm& comm) { runAllreduce(comm, t, how); });

@@ -12,6 +12,8 @@
 namespace mixccl_torch {
 
 void runAllreduce(Comm& comm, const at::Tensor& tensor, const Reduction& how);
+// A sparse COO tensor on the CPU, summed in place (every rank gets the coalesced sum).
+void runSparseAllreduce(Comm& comm, const at::Tensor& tensor);
 void runBroadcast(Comm& comm, const at::Tensor& tensor, int root);
 void runReduce(Comm& comm, const at::Tensor& tensor, const Reduction& how, int root);
 // output holds size x input.numel() elements, rank r's input at r * input.numel().

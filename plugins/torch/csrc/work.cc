@@ -30,8 +30,9 @@ bool MixcclWork::wait(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (!cv_.wait_for(lock, limit, [this] { return completed_; })) {
     C10_THROW_ERROR(DistBackendError,
-                    "mixccl " + opName_ + ": not complete after " +
-                        std::to_string(limit.count()) + " ms (the operation's timeout)");
+                    "mixccl " + opName_ + ": Timed out waiting " +
+                        std::to_string(limit.count()) + " ms for the operation to complete (its "
+                        "timeout)");
   }
   if (exception_) std::rethrow_exception(exception_);
   return true;
