@@ -443,7 +443,7 @@ TEST(ProxyTransportUcx, StrangerWithTheAddressButNoKeyCannotInject) {
   ASSERT_EQ(p.p1->start(), mixcclSuccess);
 
   std::shared_ptr<UcxWorker> stranger;
-  ASSERT_EQ(UcxWorker::create(99, 2, &stranger), mixcclSuccess);
+  ASSERT_EQ(UcxWorker::create(99, 2, 0, &stranger), mixcclSuccess);
   ucp_ep_params_t ep{};
   ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
   ep.address = reinterpret_cast<const ucp_address_t*>(address.data());

@@ -100,15 +100,51 @@ TEST(Inspect, TransportWhyAndDetail) {
   gHarnessNet = "socket";
   WhyAndDetail socket{"socket", "config.netName=socket: every pair", "1 connection"};
   EXPECT_EQ(runRanks(2, whyRank, &socket, 60), 0);
-#ifdef MIXCCL_TEST_HAVE_UCX
-  setenv("UCX_TLS", "tcp", 1);
-  gHarnessNet = "ucx";
-  WhyAndDetail ucx{"ucx", "config.netName=ucx: every pair", "tcp"};
-  EXPECT_EQ(runRanks(3, whyRank, &ucx, 60), 0);
-  unsetenv("UCX_TLS");
-#endif
   gHarnessNet = nullptr;
 }
+
+#ifdef MIXCCL_TEST_HAVE_UCX
+// Over UCX the detail names the lanes' transports and the largest tagged send UCX sends eagerly
+// in one short message, which follows its tcp segment size: the segments mixccl asks for (the
+// socket transport's 256 KiB frame) must have taken effect, and the environment's must win.
+struct UcxEager {
+  size_t atLeast, atMost;
+};
+
+int ucxDetailRank(mixcclComm_t comm, int rank, int nranks, void* arg) {
+  const UcxEager& want = *static_cast<const UcxEager*>(arg);
+  const std::string prefix = "tcp, eager up to ";
+  for (int p = 0; p < nranks; ++p) {
+    if (p == rank) continue;
+    RANK_CHECK(inspected(comm, "transport." + std::to_string(p)) == "ucx");
+    RANK_CHECK(inspected(comm, "transport_why." + std::to_string(p)) ==
+               "config.netName=ucx: every pair");
+    std::string detail = inspected(comm, "transport_detail." + std::to_string(p));
+    RANK_CHECK(detail.compare(0, prefix.size(), prefix) == 0);
+    size_t eager = strtoull(detail.c_str() + prefix.size(), nullptr, 10);
+    if (eager < want.atLeast || eager > want.atMost)
+      fprintf(stderr, "rank %d: detail \"%s\"\n", rank, detail.c_str());
+    RANK_CHECK(eager >= want.atLeast && eager <= want.atMost);
+  }
+  RANK_CHECK(allReduceWorks(comm, nranks));
+  return 0;
+}
+
+TEST(Inspect, UcxDetailShowsTheTcpSegmentsTookEffect) {
+  setenv("UCX_TLS", "tcp", 1);
+  gHarnessNet = "ucx";
+  UcxEager frame{(256 << 10) - 64, 256 << 10};  // UCX's header takes a few bytes
+  EXPECT_EQ(runRanks(3, ucxDetailRank, &frame, 60), 0);
+  setenv("UCX_TCP_TX_SEG_SIZE", "8K", 1);
+  setenv("UCX_TCP_RX_SEG_SIZE", "64K", 1);
+  UcxEager ucxDefault{(8 << 10) - 64, 8 << 10};
+  EXPECT_EQ(runRanks(2, ucxDetailRank, &ucxDefault, 60), 0);
+  unsetenv("UCX_TCP_TX_SEG_SIZE");
+  unsetenv("UCX_TCP_RX_SEG_SIZE");
+  unsetenv("UCX_TLS");
+  gHarnessNet = nullptr;
+}
+#endif
 
 // The default thresholds (docs/environment.md): below MIXCCL_RD_THRESHOLD (64 KiB) recursive
 // doubling; power-of-two rank counts of 4+ recursive halving below the rh threshold (derived

@@ -88,7 +88,10 @@ Result UcxConnection::open(int rank, const std::vector<uint8_t>& peerAddress) {
                       ucxTlsSetting().c_str());
   }
   peerErrorMode_ = p.err_mode == UCP_ERR_HANDLING_MODE_PEER;
-  lanes_ = ucxEndpointTransports(ep_);
+  std::string info = ucxEndpointInfo(ep_);
+  lanes_ = ucxEndpointTransports(info);
+  size_t eager = ucxEagerShortBytes(info);
+  if (eager) lanes_ += ", eager up to " + std::to_string(eager) + " bytes";
   return mixcclSuccess;
 }
 

@@ -24,13 +24,14 @@ Result UcxTransport::connect(const TransportSetup& setup, const std::vector<int>
   }
   // 1. Every rank starts its worker and tells its peers whether that worked, so a rank whose
   //    UCX cannot start fails its peers with a message pointing at it, not with a timeout.
-  Result started = UcxWorker::create(rank, setup.nranks, &worker_);
+  Result started = UcxWorker::create(rank, setup.nranks, setup.frameBytes, &worker_);
   Result agreed = exchangeUcxStatus(rank, candidates, names, *setup.conns, setup.deadline,
                                     started == mixcclSuccess, "start UCX");
   if (started != mixcclSuccess) return started;
   MIXCCL_CHECK(agreed);
-  INFO(kLogInit | kLogNet, "rank %d: UCX worker started (%s, memory types %s, address %zu bytes)",
-       rank, ucxTlsSetting().c_str(), worker_->memoryTypes().c_str(), worker_->address().size());
+  INFO(kLogInit | kLogNet, "rank %d: UCX worker started (%s, memory types %s, %s, address %zu "
+       "bytes)", rank, ucxTlsSetting().c_str(), worker_->memoryTypes().c_str(),
+       worker_->segments().c_str(), worker_->address().size());
 
   // 2. Addresses and keys, over the authenticated control connections only.
   std::vector<uint32_t> keys;

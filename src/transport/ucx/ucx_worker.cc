@@ -2,6 +2,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <algorithm>
 #include <vector>
 
 #include "base/error.h"
@@ -10,17 +12,29 @@ namespace mixccl {
 
 const char* ucxStatusText(ucs_status_t s) { return ucs_status_string(s); }
 
-std::string ucxEndpointTransports(ucp_ep_h ep) {
+std::string ucxEndpointInfo(ucp_ep_h ep) {
   char* text = nullptr;
   size_t size = 0;
   FILE* f = open_memstream(&text, &size);
   if (!f) return "";
   ucp_ep_print_info(ep, f);
   fclose(f);
-  // Lines like "#   lane[0]:  0:tcp/lo.0 md[0] -> ...": the name between "N:" and "/".
-  std::vector<std::string> names;
   std::string all(text ? text : "", size);
   free(text);
+  return all;
+}
+
+size_t ucxEagerShortBytes(const std::string& all) {
+  // "#   tag_send: 0..<egr/short>..8185..<egr/zcopy>..": the bound after <egr/short>.
+  size_t line = all.find("tag_send:");
+  size_t mark = line == std::string::npos ? line : all.find("<egr/short>..", line);
+  if (mark == std::string::npos || mark > all.find('\n', line)) return 0;
+  return (size_t)strtoull(all.c_str() + mark + strlen("<egr/short>.."), nullptr, 10);
+}
+
+std::string ucxEndpointTransports(const std::string& all) {
+  // Lines like "#   lane[0]:  0:tcp/lo.0 md[0] -> ...": the name between "N:" and "/".
+  std::vector<std::string> names;
   for (size_t at = all.find("lane["); at != std::string::npos; at = all.find("lane[", at + 1)) {
     size_t colon = all.find(':', all.find("]:", at) + 2);
     size_t slash = all.find('/', colon);
@@ -56,9 +70,35 @@ std::string memoryTypeList(uint64_t mask) {
   return s.empty() ? "host" : s;
 }
 
+// UCX's tcp transport sends a rendezvous over active messages in segments of
+// UCX_TCP_TX_SEG_SIZE (8 KiB in UCX 1.13): with error handling mode PEER, which mixccl needs,
+// tcp gets no zero-copy rma_bw lane (docs/performance.md, "What mode NONE really changes"),
+// so every large message goes that way, one segment per call. Segments of the socket
+// transport's frame size cost a fraction of the calls (measured 1.3-2.1x sendrecv at 1-64 MiB).
+// A value the user set in the environment wins.
+std::string setTcpSegments(ucp_config_t* config, size_t segmentBytes) {
+  const char* tx = getenv("UCX_TCP_TX_SEG_SIZE");
+  const char* rx = getenv("UCX_TCP_RX_SEG_SIZE");
+  if (tx || rx) return std::string("tcp segments from the environment (UCX_TCP_") + (tx ? "TX" : "RX") + "_SEG_SIZE)";
+  if (segmentBytes == 0) return "tcp segments UCX's default";
+  // Within 8 KiB (UCX's own) and 1 MiB: every tcp interface keeps a pool of receive segments.
+  segmentBytes = std::min<size_t>(std::max<size_t>(segmentBytes, 8 << 10), 1 << 20);
+  const std::string value = std::to_string(segmentBytes);
+  // Named without "TCP_": ucp_config_modify passes keys its own table lacks on to the
+  // transports' tables, where tcp's fields are TX_SEG_SIZE and RX_SEG_SIZE (with the prefix
+  // UCX warns "invalid configurations" and ignores them). Only tcp has these two names.
+  ucs_status_t a = ucp_config_modify(config, "TX_SEG_SIZE", value.c_str());
+  ucs_status_t b = ucp_config_modify(config, "RX_SEG_SIZE", value.c_str());
+  if (a != UCS_OK || b != UCS_OK)
+    return std::string("tcp segments UCX's default (ucp_config_modify: ") +
+           ucxStatusText(a != UCS_OK ? a : b) + ")";
+  return "tcp segments " + std::to_string(segmentBytes >> 10) + " KiB";
+}
+
 }  // namespace
 
-Result UcxWorker::create(int rank, int nranks, std::shared_ptr<UcxWorker>* out) {
+Result UcxWorker::create(int rank, int nranks, size_t segmentBytes,
+                         std::shared_ptr<UcxWorker>* out) {
   std::shared_ptr<UcxWorker> w(new UcxWorker);
   ucp_config_t* config = nullptr;
   // NULL prefix/file: UCX reads UCX_* from the environment itself (UCX_TLS, UCX_NET_DEVICES).
@@ -66,6 +106,7 @@ Result UcxWorker::create(int rank, int nranks, std::shared_ptr<UcxWorker>* out) 
   if (st != UCS_OK)
     return raiseError(mixcclSystemError, "rank %d: transport 'ucx': ucp_config_read failed: %s "
                       "(check the UCX_* variables)", rank, ucxStatusText(st));
+  w->segments_ = setTcpSegments(config, segmentBytes);
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
                       UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;

@@ -22,7 +22,9 @@ namespace mixccl {
 class UcxWorker {
  public:
   // Creates the context and worker; the error names UCX's status and the UCX_TLS in force.
-  static Result create(int rank, int nranks, std::shared_ptr<UcxWorker>* out);
+  // segmentBytes: the size UCX's tcp transport cuts messages into (UCX_TCP_TX_SEG_SIZE and
+  // _RX_), unless the environment sets them; 0 leaves UCX's defaults.
+  static Result create(int rank, int nranks, size_t segmentBytes, std::shared_ptr<UcxWorker>* out);
   ~UcxWorker();
   UcxWorker(const UcxWorker&) = delete;
   UcxWorker& operator=(const UcxWorker&) = delete;
@@ -37,6 +39,8 @@ class UcxWorker {
   bool movesDeviceMemory() const { return cuda_; }
   // "host" or "host,cuda", ... what UCX reports it can move (INFO, docs).
   const std::string& memoryTypes() const { return memoryTypes_; }
+  // "tcp segments 256 KiB (mixccl)", "tcp segments from UCX_TCP_TX_SEG_SIZE", ...: INFO, inspect.
+  const std::string& segments() const { return segments_; }
 
   // One pass of ucp_worker_progress until it reports nothing more (bounded); returns whether
   // anything happened.
@@ -60,13 +64,18 @@ class UcxWorker {
   bool cuda_ = false;
   bool peerErrorMode_ = true;
   std::string memoryTypes_;
+  std::string segments_;
 };
 
 // UCX's name for a status, for messages.
 const char* ucxStatusText(ucs_status_t s);
-// The transports of an endpoint's lanes in lane order without repeats ("tcp", "posix,cma"),
-// parsed from ucp_ep_print_info; "" if UCX printed none.
-std::string ucxEndpointTransports(ucp_ep_h ep);
+// What ucp_ep_print_info says of an endpoint.
+std::string ucxEndpointInfo(ucp_ep_h ep);
+// From that: the transports of its lanes in lane order without repeats ("tcp", "posix,cma"; ""
+// if UCX printed none), and the largest tagged send that goes eagerly in one short message (0:
+// not printed), which follows the tcp segment size (UCX's check that a setting took effect).
+std::string ucxEndpointTransports(const std::string& info);
+size_t ucxEagerShortBytes(const std::string& info);
 // The UCX_TLS in force ("UCX_TLS unset" when UCX chooses), for messages and INFO.
 std::string ucxTlsSetting();
 
