@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The sanitizer and fuzzing stage of CI (docs/reliability.md):
 #   1. AddressSanitizer + UndefinedBehaviorSanitizer build (build-asan/, clang when available):
-#      the multi-rank suite (collective matrix --quick for several rank counts, API behaviour,
+#      the multi-rank suite (collective matrix --quick for several rank counts, API behaviour, Iprobe,
 #      fault injection, strangers, mismatch, non-blocking), the proxy/transport tests, the unit
 #      tests and the fuzz regression corpus.
 #   2. Each libFuzzer target for FUZZ_SECONDS (default 25) from its corpus, in a scratch copy;
@@ -80,7 +80,7 @@ if ((RUN_ASAN)); then
   cmake -S . -B build-asan "${COMMON[@]}" "${COMPILER[@]}" -DMIXCCL_SANITIZE=address,undefined \
         -DMIXCCL_BUILD_FUZZERS=$fuzz >/dev/null
   targets=(mixccl collective_matrix api_behaviour_tests inspect_tests mixccl_unit_tests fault_tests
-           fault_mismatch_tests fault_stranger_tests proxy_transport_tests premulsum_tests fuzz_replay_bootstrap
+           fault_mismatch_tests fault_stranger_tests proxy_transport_tests premulsum_tests probe_tests fuzz_replay_bootstrap
            fuzz_replay_transport)
   [ "$fuzz" = ON ] && targets+=(fuzz_bootstrap fuzz_transport)
   cmake --build build-asan -j"$JOBS" --target "${targets[@]}"
