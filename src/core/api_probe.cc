@@ -19,6 +19,7 @@ Result probe(Comm* comm, int peer, int* flag, size_t* bytes) {
   *flag = 0;
   *bytes = 0;
   MIXCCL_CHECK(checkCommUsable(kFn, comm));
+  MIXCCL_CHECK(checkCommReady(kFn, comm));  // a non-blocking init may not have a proxy yet
   MIXCCL_CHECK(checkRank(kFn, "peer", peer, comm->nranks));
   if (peer == comm->rank)
     return raiseError(mixcclInvalidUsage, "%s: rank %d probes for a message from itself (a send "

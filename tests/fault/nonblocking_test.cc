@@ -67,6 +67,11 @@ TEST(NonBlocking, InitReturnsInProgressThenCompletes) {
                  mixcclInvalidArgument);
       RANK_CHECK(std::string(mixcclGetLastError(comm)).find("still initialising") !=
                  std::string::npos);
+      int flag = -1;
+      size_t bytes = 1;
+      RANK_CHECK(mixcclIprobe((rank + 1) % nranks, &flag, &bytes, comm) == mixcclInvalidArgument);
+      RANK_CHECK(std::string(mixcclGetLastError(comm)).find("mixcclIprobe: the communicator is "
+                                                            "still initialising") != std::string::npos);
       int count = 0;
       RANK_CHECK(mixcclCommCount(comm, &count) == mixcclSuccess && count == nranks);
     }
