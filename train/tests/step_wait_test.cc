@@ -57,20 +57,27 @@ const StagePlan& Entry(const Plan& p, int group, int stage) {
   throw std::runtime_error("no such plan entry");
 }
 
-TEST(StepWait, TheFasterReplicaWaitsForTheSlowerBeforeTheAllReduce) {
+// The small model on the fast/slow cluster, priced with Profile(update) (members in the order
+// each needs the ones before it).
+struct Pricing {
+  explicit Pricing(double update) : profile(Profile(update)) {}
   const ModelSpec model = SmallModel(4, 24);
   const ClusterSpec cluster = FastSlow();
-  const LayerProfile profile = Profile(0.0);
-  const CostModel cost(model, cluster, &profile);
-  const MemoryModel memory(model);
-  const PlanEvaluator evaluator(cost, memory);
+  const LayerProfile profile;
+  const CostModel cost{model, cluster, &profile};
+  const MemoryModel memory{model};
+  const PlanEvaluator evaluator{cost, memory};
+};
+
+TEST(StepWait, TheFasterReplicaWaitsForTheSlowerBeforeTheAllReduce) {
+  const Pricing w(0.0);
   // One fast and one slow replica of the whole model, 15 + 9 sequences in one micro-batch:
   // fast computes 15 x 4 x 3 ms = 180 ms, slow 9 x 4 x 6 ms = 216 ms (plus the embedding's
   // and head's microseconds), so fast waits 36 ms and slow not at all.
   Structure s;
   s.groups.push_back(GroupTemplate{{0}, {1}, {1}, 1});
   s.groups.push_back(GroupTemplate{{1}, {1}, {1}, 1});
-  const Plan p = evaluator.Price(s, 1, {{{1, 15}}, {{1, 9}}}, {{4}, {4}}, {{0}, {0}});
+  const Plan p = w.evaluator.Price(s, 1, {{{1, 15}}, {{1, 9}}}, {{4}, {4}}, {{0}, {0}});
   const StagePlan& fast = Entry(p, 0, 0);
   const StagePlan& slow = Entry(p, 1, 0);
   EXPECT_NEAR(fast.busy_s, 0.180 + 15 * 4e-6, 1e-12);
@@ -84,23 +91,18 @@ TEST(StepWait, TheFasterReplicaWaitsForTheSlowerBeforeTheAllReduce) {
   EXPECT_NEAR(p.predicted.step_time_s, slow.busy_s + slow.allreduce_s, 1e-12);
   // Swapping the split moves the wait to the slow replica: integer micro-batches, 16 + 8
   // sequences, still leave each replica's fixed parts unequal; here 17 + 7 overloads fast.
-  const Plan q = evaluator.Price(s, 1, {{{1, 17}}, {{1, 7}}}, {{4}, {4}}, {{0}, {0}});
+  const Plan q = w.evaluator.Price(s, 1, {{{1, 17}}, {{1, 7}}}, {{4}, {4}}, {{0}, {0}});
   EXPECT_NEAR(Entry(q, 0, 0).wait_s, 0.0, 1e-12);
   EXPECT_NEAR(Entry(q, 1, 0).wait_s, Entry(q, 0, 0).busy_s - Entry(q, 1, 0).busy_s, 1e-12);
 }
 
 TEST(StepWait, AStageWaitsForItsSlowerNeighbourBeyondTheBubble) {
-  const ModelSpec model = SmallModel(4, 24);
-  const ClusterSpec cluster = FastSlow();
-  const LayerProfile profile = Profile(0.0);
-  const CostModel cost(model, cluster, &profile);
-  const MemoryModel memory(model);
-  const PlanEvaluator evaluator(cost, memory);
+  const Pricing w(0.0);
   // slow (1 layer) -> fast (3 layers), 4 micro-batches of 6: per micro-batch slow computes
   // 6 x 6 = 36 ms, fast 6 x 9 = 54 ms; each stage waits for the rest of the makespan.
   Structure s;
   s.groups.push_back(GroupTemplate{{1, 0}, {1, 1}, {1, 1}, 1});
-  const Plan p = evaluator.Price(s, 4, {{{1, 6}}}, {{1, 3}}, {{0, 0}});
+  const Plan p = w.evaluator.Price(s, 4, {{{1, 6}}}, {{1, 3}}, {{0, 0}});
   const SimResult alone = [&] {
     std::vector<SimStage> st(2);
     st[0].forward_s = 6 * (0.002 + 1e-6 * 2);  // slow: one layer and the embedding
@@ -123,18 +125,13 @@ TEST(StepWait, AStageWaitsForItsSlowerNeighbourBeyondTheBubble) {
 }
 
 TEST(StepWait, EveryRankWaitsForTheLongestUpdate) {
-  const ModelSpec model = SmallModel(4, 24);
-  const ClusterSpec cluster = FastSlow();
-  const LayerProfile profile = Profile(1.0);  // 1 ns per parameter on fast, 2 on slow
-  const CostModel cost(model, cluster, &profile);
-  const MemoryModel memory(model);
-  const PlanEvaluator evaluator(cost, memory);
-  EXPECT_DOUBLE_EQ(cost.Update(0, 2e6), 2e-3);
-  EXPECT_DOUBLE_EQ(cost.Update(1, 2e6), 4e-3);
+  const Pricing w(1.0);  // 1 ns per parameter on fast, 2 on slow
+  EXPECT_DOUBLE_EQ(w.cost.Update(0, 2e6), 2e-3);
+  EXPECT_DOUBLE_EQ(w.cost.Update(1, 2e6), 4e-3);
   Structure s;
   s.groups.push_back(GroupTemplate{{1, 0}, {1, 1}, {1, 1}, 1});
-  const Plan p = evaluator.Price(s, 4, {{{1, 6}}}, {{1, 3}}, {{0, 0}});
-  const Plan none = PlanEvaluator(CostModel(model, cluster, nullptr), memory)
+  const Plan p = w.evaluator.Price(s, 4, {{{1, 6}}}, {{1, 3}}, {{0, 0}});
+  const Plan none = PlanEvaluator(CostModel(w.model, w.cluster, nullptr), w.memory)
                         .Price(s, 4, {{{1, 6}}}, {{1, 3}}, {{0, 0}});
   double longest = 0.0;
   for (int j = 0; j < 2; ++j) {
@@ -143,7 +140,7 @@ TEST(StepWait, EveryRankWaitsForTheLongestUpdate) {
     q.num_layers = j == 0 ? 1 : 3;
     q.has_embedding = j == 0;
     q.has_head = j == 1;
-    EXPECT_NEAR(st.update_s, memory.StageParams(q) * (j == 0 ? 2e-9 : 1e-9), 1e-15);
+    EXPECT_NEAR(st.update_s, w.memory.StageParams(q) * (j == 0 ? 2e-9 : 1e-9), 1e-15);
     longest = std::max(longest, st.update_s);
   }
   EXPECT_DOUBLE_EQ(p.predicted.update_s, longest);
