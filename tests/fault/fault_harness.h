@@ -204,6 +204,22 @@ class Job {
     return true;
   }
 
+  // A stalled peer: once victim announced phase 2 (within phaseSeconds) it is stopped
+  // (SIGSTOP); when the survivors have exited it is killed (a stopped process still dies of
+  // SIGKILL) and reaped. injectedAt stays the time of the stop, which the survivors' bounds
+  // count from. Returns "" or the step that failed.
+  std::string stallUntilOthersExit(int victim, const std::vector<int>& survivors,
+                                   double phaseSeconds) {
+    if (!waitPhase(victim, 2, phaseSeconds)) return "the victim never reached phase 2";
+    inject(victim, SIGSTOP);
+    if (!waitExit(survivors)) return "the survivors did not exit within the job's limit";
+    double stoppedAt = sh_->injectedAt;
+    inject(victim, SIGKILL);
+    sh_->injectedAt = stoppedAt;
+    if (!reap(victim, 10)) return "the stopped victim did not die of SIGKILL";
+    return "";
+  }
+
   // Waits for the ranks in which (all if empty) to exit, up to the job's limit; returns false
   // (after killing everything) if the limit passed.
   bool waitExit(std::vector<int> which = {}) {

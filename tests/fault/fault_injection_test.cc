@@ -356,13 +356,7 @@ TEST_F(FaultTest, StalledPeerTimesOutWithinTheBound) {
   job.start([&](const mixcclUniqueId& id, int rank, int nranks, Shared* sh) {
     return loopUntilFailure(call, timeoutS, id, rank, nranks, sh);
   });
-  ASSERT_TRUE(job.waitPhase(victim, 2, 20));
-  job.inject(victim, SIGSTOP);
-  ASSERT_TRUE(job.waitExit({0, 1}));
-  double stoppedAt = job.shared()->injectedAt;
-  job.inject(victim, SIGKILL);  // a stopped process still dies of SIGKILL
-  job.shared()->injectedAt = stoppedAt;
-  ASSERT_TRUE(job.reap(victim, 10));
+  ASSERT_EQ(job.stallUntilOthersExit(victim, {0, 1}, 20), "");
   int timeouts = 0;
   for (int r : {0, 1}) {
     int code = job.report(r).code;
@@ -470,13 +464,7 @@ TEST_F(FaultTest, StalledPeerOnSlotsTimesOutWithinTheBound) {
   job.start([&](const mixcclUniqueId& id, int rank, int nranks, Shared* sh) {
     return loopUntilFailure(call, timeoutS, id, rank, nranks, sh);
   });
-  ASSERT_TRUE(job.waitPhase(victim, 2, 20));
-  job.inject(victim, SIGSTOP);
-  ASSERT_TRUE(job.waitExit({0, 1}));
-  double stoppedAt = job.shared()->injectedAt;
-  job.inject(victim, SIGKILL);
-  job.shared()->injectedAt = stoppedAt;
-  ASSERT_TRUE(job.reap(victim, 10));
+  ASSERT_EQ(job.stallUntilOthersExit(victim, {0, 1}, 20), "");
   // Both wait on the slots for rank 2: the first to reach its deadline names it in a timeout;
   // the other may hear first of that survivor's failure (mixcclRemoteError naming one of them).
   int timeouts = 0;

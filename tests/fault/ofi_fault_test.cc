@@ -278,13 +278,7 @@ TEST_F(OfiFault, StalledPeerTimesOutAtTheBound) {
       return mixcclAllReduce(buf.data(), buf.data(), count, mixcclFloat, mixcclSum, comm, nullptr);
     }, timeoutS, id, ids.warm, rank, nranks, sh);
   });
-  ASSERT_TRUE(job.waitPhase(victim, 2, 30));
-  job.inject(victim, SIGSTOP);
-  ASSERT_TRUE(job.waitExit({0, 1}));
-  double stoppedAt = job.shared()->injectedAt;
-  job.inject(victim, SIGKILL);
-  job.shared()->injectedAt = stoppedAt;
-  ASSERT_TRUE(job.reap(victim, 10));
+  ASSERT_EQ(job.stallUntilOthersExit(victim, {0, 1}, 30), "");
   int timeouts = 0;
   for (int r : {0, 1}) {
     int code = job.report(r).code;
