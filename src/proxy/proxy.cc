@@ -16,6 +16,9 @@ namespace mixccl {
 
 namespace {
 constexpr uint64_t kEventFdTag = UINT64_MAX;
+// Spinning rounds per look at the clock and the deadline (wait()) and at the fds when
+// everything arrives through poll() (progressOnce()).
+constexpr unsigned kSpinStride = 8;
 }  // namespace
 
 // An fd in the data-path epoll set: a connection's lane, or a peer's control connection.
@@ -156,6 +159,7 @@ void Proxy::post(TransportRequest* r) {
   }
   std::lock_guard<std::mutex> lock(incomingMutex_);
   incoming_.push_back(r);
+  incomingCount_.store(incoming_.size(), std::memory_order_release);
   // No wake-up: the thread that waits for the request drives progress (see wait()).
 }
 
@@ -173,13 +177,20 @@ Result Proxy::wait(TransportRequest* r, const Deadline& deadline) {
     std::lock_guard<std::mutex> lock(progressMutex_);
     auto spinEnd = Clock::now() + std::chrono::microseconds(params_.spinUs);
     bool timedOut = false;
-    while (r->stateNow() == TransportRequest::Pending) {
-      bool spinning = Clock::now() < spinEnd;
+    bool spinning = true;
+    // While spinning, the clock and the deadline are looked at every kSpinStride-th round
+    // only: each round they skip answers a message sooner.
+    for (unsigned round = 0; r->stateNow() == TransportRequest::Pending; ++round) {
+      bool look = !spinning || round % kSpinStride == 0;
+      if (spinning && look) spinning = Clock::now() < spinEnd;
       progressOnce(spinning ? 0 : std::max(1, deadline.remainingMs(100)), r);
-      // Polling, but giving the core away at once if anyone else wants it: with more ranks
-      // than cores, the peer we wait for may need exactly this core.
-      if (spinning && r->stateNow() == TransportRequest::Pending) sched_yield();
-      if (r->stateNow() == TransportRequest::Pending && !timedOut && deadline.expired()) {
+      if (r->stateNow() != TransportRequest::Pending) break;
+      // With more ranks on the host than CPUs, the peer we wait for may need exactly this
+      // core: give it away at every round. Otherwise a yield only costs (a system call, and a
+      // switch to whatever kernel thread is runnable; measured in docs/performance.md).
+      if (spinning && params_.yieldWhileSpinning) sched_yield();
+      if (!look) continue;
+      if (!timedOut && deadline.expired()) {
         timedOut = true;
         health_.fail(mixcclTimeout, me() + ": an operation with " + params_.peerNames[r->peer] +
                                         " did not complete within the timeout (MIXCCL_TIMEOUT_S)");
@@ -253,6 +264,7 @@ void Proxy::setInterest(Connection* c, int lane, int fd, uint32_t events) {
     s.conn = c;
     lanes[lane] = (int)slots_.size();
     slots_.push_back(s);
+    if (!c->needsPolling()) ++unpolledLanes_;
   }
   applyInterest(lanes[lane], events);
 }
@@ -260,11 +272,13 @@ void Proxy::setInterest(Connection* c, int lane, int fd, uint32_t events) {
 void Proxy::ringDoorbell(int peer) { control_[peer].send(kFrameFlagDoorbell, 0, true); }
 
 void Proxy::drainIncoming() {
+  // Most rounds of a wait find nothing new: an atomic look spares them the lock.
+  if (incomingCount_.load(std::memory_order_acquire) == 0) return;
   std::vector<TransportRequest*> reqs;
   {
     std::lock_guard<std::mutex> lock(incomingMutex_);
-    if (incoming_.empty()) return;
     reqs.swap(incoming_);
+    incomingCount_.store(0, std::memory_order_release);
   }
   for (TransportRequest* r : reqs) {
     live_.insert(r);
@@ -391,6 +405,19 @@ void Proxy::progressOnce(int timeoutMs, const TransportRequest* waitingFor) {
     if (!quiet || (waitingFor && waitingFor->stateNow() != TransportRequest::Pending) ||
         health_.failed())
       timeoutMs = 0;
+  }
+  // A spinning wait's round whose data all arrives through poll() (UCX, libfabric without a
+  // wait fd, shared memory) looks at the fds only every kSpinStride-th time: there they
+  // announce control traffic (failures, goodbyes), which may wait a few rounds, and wait fds,
+  // which matter only when armed. Not the progress thread's or a probe's single round: that
+  // one is the look.
+  if (waitingFor && timeoutMs == 0 && !armed && unpolledLanes_ == 0 && !polled_.empty() &&
+      ++fdlessRounds_ % kSpinStride != 0) {
+    if (!failedHandled_ && health_.failed()) {
+      failEverything();
+      failedHandled_ = true;
+    }
+    return;
   }
   epoll_event events[64];
   int n = epoll_wait(epollFd_, events, 64, timeoutMs);

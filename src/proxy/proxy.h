@@ -29,6 +29,7 @@ struct ProxyParams {
   int rank = 0;
   int nranks = 1;
   int spinUs = 50;
+  bool yieldWhileSpinning = true;  // more ranks on this host than CPUs
   std::vector<std::string> peerNames;  // "rank 3 (host)" for messages
 };
 
@@ -113,6 +114,7 @@ class Proxy : private TransportEvents {
 
   std::mutex incomingMutex_;
   std::vector<TransportRequest*> incoming_;
+  std::atomic<size_t> incomingCount_{0};  // incoming_.size(), read without the lock
   std::atomic<bool> stopRequested_{false};
   bool started_ = false;
 
@@ -120,6 +122,8 @@ class Proxy : private TransportEvents {
   // The connections, slots and live_ are touched only under it.
   std::mutex progressMutex_;
   bool failedHandled_ = false;
+  int unpolledLanes_ = 0;      // lane fds of connections that poll() does not drive (sockets)
+  unsigned fdlessRounds_ = 0;  // rounds that could skip epoll (progressOnce)
   int failureListener_ = -1;  // our wake-up in health_'s listeners
 };
 
