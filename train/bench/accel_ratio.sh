@@ -11,7 +11,8 @@
 # out); the tables give the median over the rounds and the range.
 #   R = tokens/s of the planner's first choice / sum over the types of tokens/s alone
 #   E = 1 - |T_auto - T_best| / T_best over the TOP candidates, all measured
-#       (T_auto: the measured step time of the planner's first choice, T_best: the best one)
+#       (T_auto: the measured step time of the planner's first choice, T_best: the best one);
+#   E_mb the same over the first choice and its layout with MBV other micro-batch counts
 #   error = (predicted - measured) / measured of every plan
 #
 # Each rank's time is predicted as busy (compute and sends) + wait + AllReduce + update; the
@@ -24,7 +25,7 @@
 #
 #   train/bench/accel_ratio.sh [BUILD_DIR]
 #   env: CLUSTER=train/examples/emulated/cpu-fast-slow.json (or cpu-three-speeds.json)
-#        STEPS=30 REPS=5 BASE=3 G=24 TOP=5 OUT=/tmp/mixccl-accel-<cluster name>
+#        STEPS=30 REPS=5 BASE=3 G=24 TOP=5 MBV=3 OUT=/tmp/mixccl-accel-<cluster name>
 set -euo pipefail
 BUILD=${1:-build}
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -33,6 +34,7 @@ NAME=$(python3 -c "import json,sys;print(json.load(open(sys.argv[1]))['name'])" 
 STEPS=${STEPS:-30}
 REPS=${REPS:-5}
 TOP=${TOP:-5}
+MBV=${MBV:-3}
 OUT=${OUT:-/tmp/mixccl-accel-$NAME}
 MODEL="--layers 4 --channels 64 --heads 4 --seq-len 64"
 G=${G:-24}
@@ -77,7 +79,7 @@ done
     --profile "$OUT/profile.json" --json --top "$TOP" > "$OUT/plans-top.json"
 # The candidates as plan files (an alternative lacks the batch fields; they are the best's),
 # the uniform contrast, and the distinct plans to run (a candidate may be a type alone).
-python3 - "$OUT" "$G" "$CLUSTER" <<'PY'
+python3 - "$OUT" "$G" "$CLUSTER" "$MBV" <<'PY'
 import json, sys
 out, G, cluster = sys.argv[1], int(sys.argv[2]), json.load(open(sys.argv[3]))
 types = [t["name"] for t in cluster["device_types"]]
@@ -101,7 +103,26 @@ u = {"global_batch_size": G, "seq_length": top["seq_length"], "micro_batches": G
      "stages": [{"group": g, "stage": 0, "device_type": t, "layers": [0, L], "tp": 1, "dp": 1,
                  "micro_batch": slot // k} for g, t in enumerate(types)]}
 json.dump(u, open(f"{out}/plan-uniform.json", "w"), indent=1)
-names = [f"alone-{t}" for t in types] + names + ["uniform"]
+# The first choice's layout with other micro-batch counts (E over micro-batch counts): every
+# stage's micro-batch divided by f (f times as many micro-batches) or multiplied by f (f times
+# fewer), nearest first, up to MBV variants; the planner weighed these and chose cand1's.
+MBV = int(sys.argv[4])
+first = json.load(open(f"{out}/plan-cand1.json"))
+mbs = [s["micro_batch"] for s in first["stages"]]
+variants = []
+for f in (2, 3, 4, 6, 8):
+    if all(b % f == 0 for b in mbs):
+        variants.append((first["micro_batches"] * f, [b // f for b in mbs]))
+    if first["micro_batches"] % f == 0:
+        variants.append((first["micro_batches"] // f, [b * f for b in mbs]))
+variant_names = []
+for m2, b2 in variants[:MBV]:
+    v = dict(first, micro_batches=m2,
+             stages=[dict(s, micro_batch=b) for s, b in zip(first["stages"], b2)])
+    v.pop("predicted", None)  # the planner's numbers were cand1's
+    json.dump(v, open(f"{out}/plan-mb{m2}.json", "w"), indent=1)
+    variant_names.append(f"mb{m2}")
+names = [f"alone-{t}" for t in types] + names + variant_names + ["uniform"]
 def key(name):
     p = json.load(open(f"{out}/plan-{name}.json"))
     return json.dumps([p["global_batch_size"], p["micro_batches"],

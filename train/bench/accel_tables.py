@@ -4,8 +4,8 @@
   accel_tables.py OUT REPS
 
 Prints (1) every plan's prediction against its measurement, (2) R for the planner's first
-choice and for the uniform plan, (3) the search accuracy E over the planner's candidates, and
-the load averages seen during the rounds.
+choice and for the uniform plan, (3) the search accuracy E over the planner's candidates and
+E_mb over the first choice's micro-batch counts, and the load averages seen during the rounds.
 """
 import json
 import statistics
@@ -99,6 +99,28 @@ for r in rounds:
     tb = min(t.values())
     per_round.append(1 - abs(t["cand1"] - tb) / tb)
 print("E per round: " + ", ".join(f"{e:.3f}" for e in per_round))
+
+# E over micro-batch counts: the first choice against its own layout with other micro-batch
+# counts (accel_ratio.sh's mb<count> plans), all measured.
+variants = [n for n in names if n.startswith("mb")]
+if variants:
+    group = ["cand1"] + variants
+    print()
+    print("| plan | micro-batches | micro-batch per stage | predicted step ms (rounds) "
+          "| measured step ms (median; min-max) | error |")
+    print("|---|---|---|---|---|---|")
+    for n in group:
+        r = rows[n]
+        print(f"| {label(n)} | {r['plan']['micro_batches']} | "
+              f"{', '.join(str(s['micro_batch']) for s in r['plan']['stages'])} | "
+              f"{r['predicted']*1e3:.1f} | {r['measured']*1e3:.1f} "
+              f"({r['spread'][0]*1e3:.1f}-{r['spread'][1]*1e3:.1f}) | {r['err']*100:+.1f}% |")
+    best_mb = min(group, key=lambda n: rows[n]["measured"])
+    tb = rows[best_mb]["measured"]
+    print()
+    print(f"E_mb = 1 - |T_auto - T_best| / T_best over cand1's micro-batch counts = "
+          f"{1 - abs(t_auto - tb) / tb:.3f}  (best measured: {best_mb}; predicted best: "
+          f"{min(group, key=lambda n: rows[n]['predicted'])})")
 
 # Where each rank's step goes, measured (the reports' steps[].ranks, steps 2.., mean over the
 # steps, median over the rounds) against the prediction (mixccl-plan-predict's stages: busy =
