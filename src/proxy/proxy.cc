@@ -16,6 +16,13 @@ namespace mixccl {
 
 namespace {
 constexpr uint64_t kEventFdTag = UINT64_MAX;
+// Threads of this process inside Proxy::wait, over all communicators.
+std::atomic<int> waitersInProcess{0};
+struct WaiterCount {
+  WaiterCount() { waitersInProcess.fetch_add(1, std::memory_order_relaxed); }
+  ~WaiterCount() { waitersInProcess.fetch_sub(1, std::memory_order_relaxed); }
+  bool others() const { return waitersInProcess.load(std::memory_order_relaxed) > 1; }
+};
 // Spinning rounds per look at the clock and the deadline (wait()) and at the fds when
 // everything arrives through poll() (progressOnce()).
 constexpr unsigned kSpinStride = 8;
@@ -175,6 +182,7 @@ Result Proxy::wait(TransportRequest* r, const Deadline& deadline) {
     // The waiting thread moves the bytes itself: handing each event to another thread costs a
     // wake-up per message, which dominates small-message latency (docs/architecture.md).
     std::lock_guard<std::mutex> lock(progressMutex_);
+    WaiterCount waiting;
     auto spinEnd = Clock::now() + std::chrono::microseconds(params_.spinUs);
     bool timedOut = false;
     bool spinning = true;
@@ -184,14 +192,17 @@ Result Proxy::wait(TransportRequest* r, const Deadline& deadline) {
     // eight of them keeps the core from the rank it waits for (4 ranks on 2 CPUs, 8 bytes:
     // 1.27x the time).
     for (unsigned round = 0; r->stateNow() == TransportRequest::Pending; ++round) {
-      bool look = !spinning || params_.yieldWhileSpinning || round % kSpinStride == 0;
+      bool look = !spinning || params_.yieldWhileSpinning || waiting.others() ||
+                  round % kSpinStride == 0;
       if (spinning && look) spinning = Clock::now() < spinEnd;
       progressOnce(spinning ? 0 : std::max(1, deadline.remainingMs(100)), r);
       if (r->stateNow() != TransportRequest::Pending) break;
       // With more ranks on the host than CPUs, the peer we wait for may need exactly this
-      // core: give it away at every round. Otherwise a yield only costs (a system call, and a
-      // switch to whatever kernel thread is runnable; measured in docs/performance.md).
-      if (spinning && params_.yieldWhileSpinning) sched_yield();
+      // core: give it away at every round; likewise while another thread of this process
+      // waits too (the PyTorch backend's lanes: one communicator per thread, all of a rank's
+      // threads bound to one core under mixcclrun). Otherwise a yield only costs (a system
+      // call, and a switch to whatever kernel thread is runnable; docs/performance.md).
+      if (spinning && (params_.yieldWhileSpinning || waiting.others())) sched_yield();
       if (!look) continue;
       if (!timedOut && deadline.expired()) {
         timedOut = true;
