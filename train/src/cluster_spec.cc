@@ -31,7 +31,7 @@ ClusterSpec ParseClusterSpec(const std::string& json_text, const std::string& or
     detail::FieldReader t(types[i], where + " device_types[" + std::to_string(i) + "]");
     t.RejectUnknown({"name", "count", "peak_tflops", "achievable_fraction", "memory_gib",
                      "reserved_gib", "domain_bandwidth_GBps", "domain_latency_us",
-                     "devices_per_host"});
+                     "devices_per_host", "cpu_threads"});
     DeviceType d;
     d.name = t.String("name");
     d.count = t.Int("count", 1, 1 << 24);
@@ -42,6 +42,7 @@ ClusterSpec ParseClusterSpec(const std::string& json_text, const std::string& or
     d.domain_bandwidth_GBps = t.Number("domain_bandwidth_GBps", 1e-6, 1e9);
     d.domain_latency_us = t.NumberOr("domain_latency_us", 5.0, 0.0, 1e9);
     d.devices_per_host = t.Int("devices_per_host", 1, 1 << 16);
+    d.cpu_threads = t.IntOr("cpu_threads", 0, 1, 1024);
     if (d.reserved_gib >= d.memory_gib) {
       throw SpecError(t.where() + ": reserved_gib must be smaller than memory_gib");
     }

@@ -31,8 +31,12 @@ double Mean(const std::vector<double>& v) {
 // against another's. A type's backward idle is paid right before its next forward (after the
 // other types' turns), so each operation still starts after its own device's idle. The
 // inputs do not matter for the time; they only need to be valid.
+// A type with its own thread count (threads[t] > 0) takes its turns with that many BLAS
+// threads and is timed in wall time (speed_emulation.h, ComputeSeconds); the others with the
+// process's own count.
 void TimeStage(GptStage& stage, int B, int repeats, const std::vector<double>& slowdowns,
-               std::vector<double>* forward_s, std::vector<double>* backward_s) {
+               const std::vector<int>& threads, std::vector<double>* forward_s,
+               std::vector<double>* backward_s) {
   const GptConfig& c = stage.config();
   const size_t N = static_cast<size_t>(B) * c.seq_len;
   std::vector<int> tokens(N);
@@ -46,25 +50,29 @@ void TimeStage(GptStage& stage, int B, int repeats, const std::vector<double>& s
   std::vector<std::vector<double>> f(types), b(types);
   // The backward idle each type still owes: its CPU and wall time.
   std::vector<std::pair<double, double>> owed(types, {0.0, 0.0});
+  const int own_threads = BlasThreads();
   for (int k = 0; k <= repeats; ++k) {  // the first run warms the caches and allocations
     for (size_t t = 0; t < types; ++t) {
+      const int n = t < threads.size() && threads[t] > 0 ? threads[t] : own_threads;
+      if (n != BlasThreads()) SetBlasThreads(n);
       idlers[t].Idle(owed[t].first, owed[t].second);
-      // CPU time, as the trainer's emulation counts it (speed_emulation.h).
+      // CPU time (wall time with several threads), as the trainer counts it.
       auto t0 = Clock::now();
-      double c0 = ThreadCpuSeconds();
+      double c0 = ComputeSeconds(n);
       stage.Forward(s, B, tokens.data(), tokens.data(), r.embedding ? nullptr : input.data());
-      const double forward = ThreadCpuSeconds() - c0;
+      const double forward = ComputeSeconds(n) - c0;
       idlers[t].Idle(forward, std::chrono::duration<double>(Clock::now() - t0).count());
       t0 = Clock::now();
-      c0 = ThreadCpuSeconds();
+      c0 = ComputeSeconds(n);
       stage.Backward(s, r.head ? nullptr : dout.data(), 1.0f / N);
-      const double backward = ThreadCpuSeconds() - c0;
+      const double backward = ComputeSeconds(n) - c0;
       owed[t] = {backward, std::chrono::duration<double>(Clock::now() - t0).count()};
       if (k == 0) continue;
       f[t].push_back(forward);
       b[t].push_back(backward);
     }
   }
+  if (own_threads != BlasThreads()) SetBlasThreads(own_threads);
   forward_s->clear();
   backward_s->clear();
   for (size_t t = 0; t < types; ++t) {
@@ -77,7 +85,8 @@ void TimeStage(GptStage& stage, int B, int repeats, const std::vector<double>& s
 
 std::vector<std::vector<MeasuredPart>> MeasureParts(const GptConfig& model,
                                                     const ProfilerOptions& options,
-                                                    const std::vector<double>& slowdowns) {
+                                                    const std::vector<double>& slowdowns,
+                                                    const std::vector<int>& threads) {
   const int L = model.num_layers;
   // The whole model, the embedding alone and the head alone (the empty stages [0, 0) and
   // [L, L)). A block's time is the whole model's minus the embedding and the head, over L:
@@ -93,9 +102,9 @@ std::vector<std::vector<MeasuredPart>> MeasureParts(const GptConfig& model,
   std::vector<std::vector<MeasuredPart>> out(types);
   for (int B : options.micro_batches) {
     std::vector<double> whole_f, whole_b, emb_f, emb_b, head_f, head_b;
-    TimeStage(whole, B, options.repeats, slowdowns, &whole_f, &whole_b);
-    TimeStage(embedding, B, options.repeats, slowdowns, &emb_f, &emb_b);
-    TimeStage(head, B, options.repeats, slowdowns, &head_f, &head_b);
+    TimeStage(whole, B, options.repeats, slowdowns, threads, &whole_f, &whole_b);
+    TimeStage(embedding, B, options.repeats, slowdowns, threads, &emb_f, &emb_b);
+    TimeStage(head, B, options.repeats, slowdowns, threads, &head_f, &head_b);
     BlockActivations a;
     a.Resize(B, model.seq_len, model.channels, model.channels, model.num_heads);
     const size_t floats = a.ln1.size() + a.ln1_mean.size() + a.ln1_rstd.size() + a.qkv.size() +

@@ -1,10 +1,12 @@
 #include "mixccl/train/speed_emulation.h"
 
+#include <cblas.h>
 #include <time.h>
 
 #include <algorithm>
 #include <chrono>
 #include <stdexcept>
+#include <string>
 #include <thread>
 
 namespace mixccl::train {
@@ -15,6 +17,8 @@ double EmulatedSlowdown(const ClusterSpec& cluster, const std::string& type,
   if (i < 0) {
     throw std::invalid_argument(origin + ": no device type \"" + type + "\" (" + where + ")");
   }
+  // A type with its own thread count computes at its real speed.
+  if (cluster.device_types[i].cpu_threads > 0) return 1.0;
   double fastest = 0.0;
   for (const DeviceType& t : cluster.device_types)
     fastest = std::max(fastest, t.achievable_flops());
@@ -26,6 +30,25 @@ double ThreadCpuSeconds() {
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
+
+double ComputeSeconds(int blas_threads) {
+  if (blas_threads <= 1) return ThreadCpuSeconds();
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+void SetBlasThreads(int n) {
+  openblas_set_num_threads(n);
+  const int now = openblas_get_num_threads();
+  if (now != n) {
+    throw std::runtime_error("OpenBLAS runs " + std::to_string(now) +
+                             " threads after openblas_set_num_threads(" + std::to_string(n) +
+                             ") (its build allows fewer?)");
+  }
+}
+
+int BlasThreads() { return openblas_get_num_threads(); }
 
 double SlowdownIdler::Idle(double cpu_s, double wall_s) {
   if (slowdown_ <= 1.0) return 0.0;

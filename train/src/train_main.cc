@@ -40,6 +40,8 @@ int RunPlan(TrainCli& cli) {
             "the plan's group " + std::to_string(g) + " stage " + std::to_string(s));
         if (static_cast<int>(g) == mine.group && static_cast<int>(s) == mine.stage) {
           role.slowdown = k * cli.slowdown_base;
+          role.blas_threads =
+              cluster.device_types[cluster.FindType(plan.stages[g][s].device_type)].cpu_threads;
         }
       }
     }
@@ -76,11 +78,13 @@ int RunProfiling(const TrainCli& cli) {
   ProfilerOptions options;
   options.micro_batches = cli.profile_micro_batches;
   std::vector<double> slowdowns;
+  std::vector<int> threads;
   for (const DeviceType& d : cluster.device_types) {
     slowdowns.push_back(cli.slowdown_base * EmulatedSlowdown(cluster, d.name, cli.cluster, ""));
+    threads.push_back(d.cpu_threads);
   }
   std::vector<std::vector<MeasuredPart>> parts =
-      MeasureParts(cli.options.model, options, slowdowns);
+      MeasureParts(cli.options.model, options, slowdowns, threads);
   for (size_t t = 0; t < parts.size(); ++t) {
     const std::string& name = cluster.device_types[t].name;
     if (!cli.quiet) PrintParts(name, parts[t], slowdowns[t], "measured");
@@ -121,10 +125,11 @@ int main(int argc, char** argv) {
     if (!cli.plan.empty()) return RunPlan(cli);
     RankRole role = RankRole::SingleProcess(cli.options);
     if (!cli.cluster.empty()) {
+      const ClusterSpec cluster = LoadClusterSpec(cli.cluster);
       role.device_type = cli.device_type;
-      role.slowdown =
-          cli.slowdown_base * EmulatedSlowdown(LoadClusterSpec(cli.cluster), cli.device_type,
-                                               cli.cluster, "--device-type");
+      role.slowdown = cli.slowdown_base *
+                      EmulatedSlowdown(cluster, cli.device_type, cli.cluster, "--device-type");
+      role.blas_threads = cluster.device_types[cluster.FindType(cli.device_type)].cpu_threads;
     }
     Trainer trainer(cli.options, role, LoadTrainData(cli), nullptr);
     return RunTraining(cli, trainer, nullptr, 0, 1);

@@ -110,6 +110,7 @@ std::string ReportJson(const TrainCli& cli, const std::string& data_origin, int 
                          {"stage", r.role.stage},
                          {"tp_index", r.role.tp.index},
                          {"slowdown", r.role.slowdown},
+                         {"blas_threads", r.role.blas_threads},
                          {"layers", {r.role.range.first_layer, r.role.range.last_layer}},
                          {"recompute", r.role.range.recompute},
                          {"micro_batch", r.role.micro_batch},

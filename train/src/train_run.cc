@@ -69,7 +69,7 @@ int RunTraining(const TrainCli& cli, Trainer& trainer, Collectives* comm, int ra
   if (debug) debug->Finish();
 
   // Every rank's summary reaches rank 0 through one sum: each rank fills only its own row.
-  constexpr int kFields = 14;
+  constexpr int kFields = 15;
   std::vector<double> rows(static_cast<size_t>(num_ranks) * kFields, 0.0);
   const RankRole& role = trainer.role();
   double* mine = rows.data() + static_cast<size_t>(rank) * kFields;
@@ -86,7 +86,8 @@ int RunTraining(const TrainCli& cli, Trainer& trainer, Collectives* comm, int ra
                                   static_cast<double>(role.tp.index),
                                   role.slowdown,
                                   4.0 * trainer.optimizer().state_floats(),
-                                  trainer.emulation_behind_s()};
+                                  trainer.emulation_behind_s(),
+                                  static_cast<double>(trainer.compute_threads())};
   std::copy(values, values + kFields, mine);
   if (comm != nullptr) comm->SumOverAll(rows.data(), rows.size());
   if (rank != 0 || cli.report.empty()) return 0;
@@ -110,6 +111,7 @@ int RunTraining(const TrainCli& cli, Trainer& trainer, Collectives* comm, int ra
     s.role.slowdown = v[11];
     s.optimizer_state_bytes = v[12];
     s.emulation_behind_s = v[13];
+    s.role.blas_threads = static_cast<int>(v[14]);
   }
   std::ofstream out(cli.report);
   out << ReportJson(cli, trainer.data().origin(), num_ranks, trainer.stage().params().size(), steps,

@@ -43,6 +43,8 @@ Trainer::Trainer(const TrainOptions& options, const RankRole& role, TokenData da
                              comm->OwnedShards(stage_.params().size()))
                      : AdamW(options.adamw, stage_.tensors(), stage_.params().size())),
       idler_(role.slowdown) {
+  if (role.blas_threads > 0) SetBlasThreads(role.blas_threads);
+  compute_threads_ = BlasThreads();
   const int G = options.global_batch, M = options.micro_batches;
   Require(G >= 1 && M >= 1 && G % M == 0, "global batch " + std::to_string(G) +
                                               " is not a multiple of the " + std::to_string(M) +
@@ -66,10 +68,10 @@ Trainer::Trainer(const TrainOptions& options, const RankRole& role, TokenData da
     // The block's sums run inside Forward/Backward: timed apart so that compute_s stays compute.
     stage_.SetTensorParallelSum([this](float* data, std::size_t n) {
       const auto t = Clock::now();
-      const double cpu = ThreadCpuSeconds();
+      const double cpu = ComputeSeconds(compute_threads_);
       comm_->SumOverTensorParallel(data, n);
       tp_comm_s_ += Seconds(t);
-      tp_comm_cpu_s_ += ThreadCpuSeconds() - cpu;
+      tp_comm_cpu_s_ += ComputeSeconds(compute_threads_) - cpu;
     });
   }
   in_flight_.resize(MaxInFlight(role.stage, role.num_stages, M));
@@ -128,7 +130,7 @@ StepRecord Trainer::Step() {
     }
     have_send = false;
     const auto t = Clock::now();
-    const double cpu_start = ThreadCpuSeconds();
+    const double cpu_start = ComputeSeconds(compute_threads_);
     const double tp_before = tp_comm_s_, tp_cpu_before = tp_comm_cpu_s_;
     if (op.forward) {
       ReadMicroBatch(op.micro_batch, tokens, targets);
@@ -148,7 +150,8 @@ StepRecord Trainer::Step() {
     // The emulated device is slower at computing only: the tensor-parallel sums inside the
     // operation are communication and are not stretched.
     const double computed = Seconds(t) - (tp_comm_s_ - tp_before);
-    const double cpu = ThreadCpuSeconds() - cpu_start - (tp_comm_cpu_s_ - tp_cpu_before);
+    const double cpu =
+        ComputeSeconds(compute_threads_) - cpu_start - (tp_comm_cpu_s_ - tp_cpu_before);
     const double idled = idler_.Idle(cpu, computed);
     rec.emulated_s += idled;
     rec.compute_s += computed + idled;

@@ -157,9 +157,30 @@ TEST(DistributedTraining, EmulatedSpeedsChangeTimesNotLosses) {
   EXPECT_EQ(j["ranks"][0]["slowdown"].get<double>(), 1.0);
   EXPECT_EQ(j["ranks"][1]["slowdown"].get<double>(), 2.0);
   EXPECT_EQ(j["ranks"][2]["slowdown"].get<double>(), 2.0);
+  for (int k = 0; k < 3; ++k) EXPECT_EQ(j["ranks"][k]["blas_threads"].get<int>(), 1);
   for (const auto& s : j["steps"]) {
     ASSERT_EQ(s["ranks"].size(), 3u);
     for (const auto& t : s["ranks"]) EXPECT_GT(t["compute_s"].get<double>(), 0.0);
+  }
+}
+
+TEST(DistributedTraining, ThreadCountsPerDeviceTypeTakeEffect) {
+  // examples/emulated/cpu-threads.json: the 'fast' rank runs OpenBLAS with 2 threads, the
+  // 'slow' pipeline with 1; neither is emulated. The losses stay the single process's.
+  const std::string plan = WritePlan("threads.json", kTwoGroups);
+  const std::string report = Temp("threads_report.json");
+  const Result r =
+      Shell(kRun + " -np 3 --timeout 60 " + kTrain + kModel + " --plan " + plan + " --cluster " +
+            MIXCCL_TRAIN_EXAMPLES + "/emulated/cpu-threads.json --report " + report);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const nlohmann::json j = nlohmann::json::parse(Slurp(report));
+  ExpectSameCurve(SingleProcess(16, 2), Losses(report));
+  std::remove(report.c_str());
+  std::remove(plan.c_str());
+  const int want[3] = {2, 1, 1};
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_EQ(j["ranks"][k]["blas_threads"].get<int>(), want[k]) << "rank " << k;
+    EXPECT_EQ(j["ranks"][k]["slowdown"].get<double>(), 1.0) << "rank " << k;
   }
 }
 

@@ -2,6 +2,7 @@
 // and mixccl-plan plans from the written profile and model spec; the profile's new parts
 // (embedding, head) replace the analytic estimates of the cost model.
 #include "mixccl/train/layer_profiler.h"
+#include "mixccl/train/speed_emulation.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -157,6 +158,25 @@ TEST(LayerProfiler, TypesAreMeasuredInTurnsOnTheSameWork) {
       EXPECT_GT(a, 0.0);
       EXPECT_LT(std::max(a, b) / std::min(a, b), 2.0) << "size " << type[i].micro_batch;
     }
+  }
+}
+
+TEST(LayerProfiler, TypesWithThreadsTakeTheirTurnsWithThemAndTheCountIsRestored) {
+  GptConfig c;
+  c.num_layers = 2;
+  c.channels = 32;
+  c.num_heads = 4;
+  c.seq_len = 16;
+  ProfilerOptions o;
+  o.micro_batches = {2};
+  o.repeats = 2;
+  const int before = BlasThreads();
+  const auto parts = MeasureParts(c, o, {1.0, 1.0}, {2, 0});
+  EXPECT_EQ(BlasThreads(), before);
+  ASSERT_EQ(parts.size(), 2u);
+  for (const auto& type : parts) {
+    ASSERT_EQ(type.size(), 1u);
+    EXPECT_GT(type[0].block_forward_s + type[0].block_backward_s, 0.0);
   }
 }
 

@@ -95,6 +95,19 @@ TEST(Specs, ClusterFieldsAndDefaults) {
   EXPECT_EQ(c.total_devices(), 4);
   EXPECT_EQ(c.FindType("A"), 0);
   EXPECT_EQ(c.FindType("B"), -1);
+  EXPECT_EQ(c.device_types[0].cpu_threads, 0);  // not given: the environment's
+  EXPECT_EQ(ParseClusterSpec(Replace(kCluster, "\"memory_gib\": 16",
+                                     "\"memory_gib\": 16, \"cpu_threads\": 3"),
+                             "c.json")
+                .device_types[0]
+                .cpu_threads,
+            3);
+  EXPECT_EQ(ErrorOf([] {
+              ParseClusterSpec(Replace(kCluster, "\"memory_gib\": 16",
+                                       "\"memory_gib\": 16, \"cpu_threads\": 0"),
+                               "c.json");
+            }),
+            "cluster spec c.json device_types[0]: field 'cpu_threads' must be in [1, 1024], got 0");
   EXPECT_NE(ErrorOf([] {
               ParseClusterSpec(
                   Replace(kCluster, "\"achievable_fraction\": 0.5", "\"achievable_fraction\": 1.5"),

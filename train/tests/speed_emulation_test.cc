@@ -42,6 +42,33 @@ TEST(SpeedEmulation, ThreeSpeedsGiveTheirRatios) {
   EXPECT_DOUBLE_EQ(EmulatedSlowdown(c, "slow", "c.json", "x"), 3.0);
 }
 
+TEST(SpeedEmulation, TypesWithThreadsAreNotEmulated) {
+  // examples/emulated/cpu-threads.json: 'fast' 2 BLAS threads, 'slow' 1; both real speeds.
+  const ClusterSpec c =
+      LoadClusterSpec(std::string(MIXCCL_TRAIN_EXAMPLES) + "/emulated/cpu-threads.json");
+  EXPECT_EQ(c.device_types[0].cpu_threads, 2);
+  EXPECT_EQ(c.device_types[1].cpu_threads, 1);
+  EXPECT_DOUBLE_EQ(EmulatedSlowdown(c, "fast", "c.json", "x"), 1.0);
+  EXPECT_DOUBLE_EQ(EmulatedSlowdown(c, "slow", "c.json", "x"), 1.0);
+}
+
+TEST(SpeedEmulation, BlasThreadsTakeEffect) {
+  const int before = BlasThreads();
+  SetBlasThreads(2);
+  EXPECT_EQ(BlasThreads(), 2);
+  SetBlasThreads(1);
+  EXPECT_EQ(BlasThreads(), 1);
+  SetBlasThreads(before);
+}
+
+TEST(SpeedEmulation, SeveralThreadsAreTimedInWallTime) {
+  // One thread: the thread's CPU time, which a sleep does not advance; several: wall time.
+  const double cpu0 = ComputeSeconds(1), wall0 = ComputeSeconds(2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_LT(ComputeSeconds(1) - cpu0, 0.01);
+  EXPECT_GE(ComputeSeconds(2) - wall0, 0.029);
+}
+
 TEST(SpeedEmulation, IdlesForTheDifferenceToItsCpuTime) {
   // 4 ms of CPU at a third of the speed: 12 ms in all, of which 1 ms went by already.
   SlowdownIdler idler(3.0);

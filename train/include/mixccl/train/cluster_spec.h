@@ -18,6 +18,10 @@ struct DeviceType {
   double domain_bandwidth_GBps = 0.0;  // per device, one direction, inside the domain (10^9 B/s)
   double domain_latency_us = 5.0;      // per message inside the domain
   int devices_per_host = 0;            // size of a domain
+  // mixccl-train: the BLAS threads of a rank of this type (0: as the environment says). A
+  // type with threads is not emulated: its speed is the machine's with that many threads, for
+  // real where the machine has the cores (speed_emulation.h).
+  int cpu_threads = 0;
 
   double achievable_flops() const { return peak_tflops * 1e12 * achievable_fraction; }
 };

@@ -44,10 +44,13 @@ MeasuredUpdate MeasureUpdate(const GptConfig& model, int repeats);
 // Measures, for each of `slowdowns` (one per device type), with the duty cycle of a device
 // that many times slower than the CPU (each timed operation followed by its emulated idle, as
 // the trainer runs such a device). The types take turns repeat by repeat (the machine's drift
-// then hits them alike); the result has one list of sizes per type.
+// then hits them alike); the result has one list of sizes per type. threads[t] > 0: type t
+// computes with that many BLAS threads (its cluster spec's cpu_threads), timed in wall time;
+// missing or 0: the process's own thread count, restored at the end.
 std::vector<std::vector<MeasuredPart>> MeasureParts(const GptConfig& model,
                                                     const ProfilerOptions& options,
-                                                    const std::vector<double>& slowdowns);
+                                                    const std::vector<double>& slowdowns,
+                                                    const std::vector<int>& threads = {});
 
 // Replaces each part's times by the affine fit time = a + b x micro_batch over the measured
 // sizes (least squares on the per-sequence time b + a / micro_batch). The model's compute is

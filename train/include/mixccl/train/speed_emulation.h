@@ -12,7 +12,8 @@
 
 namespace mixccl::train {
 
-// k = (the fastest type's achievable FLOP/s) / (this type's), >= 1. Throws
+// k = (the fastest type's achievable FLOP/s) / (this type's), >= 1; 1 for a type with
+// `cpu_threads` (its speed is real: the machine's with that many BLAS threads). Throws
 // std::invalid_argument "<origin>: no device type "<type>" (<where>)" for an unknown type.
 double EmulatedSlowdown(const ClusterSpec& cluster, const std::string& type,
                         const std::string& origin, const std::string& where);
@@ -23,6 +24,17 @@ double EmulatedSlowdown(const ClusterSpec& cluster, const std::string& type,
 // made single operations several times slower). With one BLAS thread per rank, as the tests
 // and benchmarks run, the thread's CPU time is all of the operation's.
 double ThreadCpuSeconds();
+
+// What an operation costs on a rank with `blas_threads` BLAS threads: the thread's CPU time
+// with one (0 or 1: as above), wall time with more (the other threads' CPU time is not the
+// calling thread's, and a device of several threads is as fast as their wall time).
+double ComputeSeconds(int blas_threads);
+
+// OpenBLAS's thread count for this process (openblas_set_num_threads), checked: throws
+// std::runtime_error "OpenBLAS runs M threads after openblas_set_num_threads(N) ..." when it
+// did not take effect. BlasThreads() reads it back.
+void SetBlasThreads(int n);
+int BlasThreads();
 
 // Idles after each operation so that the operations of a device `slowdown` times slower take
 // `slowdown` x their CPU time: an operation that took `cpu_s` of CPU and `wall_s` of wall time

@@ -40,6 +40,7 @@ struct RankRole {
   TensorSplit tp;           // this rank's part of its stage's tensor parallelism
   std::string device_type;  // the plan's (or --device-type); empty: not emulated
   double slowdown = 1.0;    // emulated compute slowdown of the device type (speed_emulation.h)
+  int blas_threads = 0;     // the device type's cpu_threads (0: the environment's)
 
   static RankRole SingleProcess(const TrainOptions& o);
 };
@@ -85,6 +86,7 @@ class Trainer {
   void ReadMicroBatch(int slot, std::vector<int>& tokens, std::vector<int>& targets);
   // The emulation's shortfall so far (SlowdownIdler::behind_s).
   double emulation_behind_s() const { return idler_.behind_s(); }
+  int compute_threads() const { return compute_threads_; }
 
  private:
   // ZeRO-1: the squared norm of the gradient parts this rank owns (its shards; replicated
@@ -102,6 +104,7 @@ class Trainer {
   double tp_comm_s_ = 0.0;      // time in tensor-parallel sums, which run inside the compute
   double tp_comm_cpu_s_ = 0.0;  // and their CPU time
   SlowdownIdler idler_;         // the emulated device speed (speed_emulation.h)
+  int compute_threads_ = 1;     // OpenBLAS's threads: how an operation's cost is timed
 };
 
 }  // namespace mixccl::train
