@@ -51,6 +51,11 @@ def label(name):
     return name if same[name] == name else f"{name} (= {same[name]})"
 
 
+def measured_cell(r):
+    """The measured step: median over the rounds and their range, ms."""
+    return f"{r['measured']*1e3:.1f} ({r['spread'][0]*1e3:.1f}-{r['spread'][1]*1e3:.1f})"
+
+
 print("| plan | micro-batches | stages | predicted step ms | measured step ms (median; min-max) "
       "| error | error per round (median) | tokens/s | emulation behind, ms/step |")
 print("|---|---|---|---|---|---|---|---|---|")
@@ -59,7 +64,7 @@ for name in names:
     if same[name] != name:
         continue
     print(f"| {name} | {r['plan']['micro_batches']} | {shape(r['plan'])} | {r['predicted']*1e3:.1f} | "
-          f"{r['measured']*1e3:.1f} ({r['spread'][0]*1e3:.1f}-{r['spread'][1]*1e3:.1f}) | "
+          f"{measured_cell(r)} | "
           f"{r['err']*100:+.1f}% | {r['round_err']*100:+.1f}% | {r['tps']:.0f} | {r['behind']*1e3:.1f} |")
 
 alone = [n for n in names if n.startswith("alone-")]
@@ -82,8 +87,7 @@ print("|---|---|---|---|---|---|---|")
 for n in cands:
     r = rows[n]
     print(f"| {label(n)} | {r['plan'].get('layout', '')} | {r['plan']['micro_batches']} | "
-          f"{r['planner']*1e3:.1f} | {r['predicted']*1e3:.1f} | "
-          f"{r['measured']*1e3:.1f} ({r['spread'][0]*1e3:.1f}-{r['spread'][1]*1e3:.1f}) | "
+          f"{r['planner']*1e3:.1f} | {r['predicted']*1e3:.1f} | {measured_cell(r)} | "
           f"{r['err']*100:+.1f}% |")
 t_auto = rows["cand1"]["measured"]
 best = min(cands, key=lambda n: rows[n]["measured"])
@@ -113,8 +117,7 @@ if variants:
         r = rows[n]
         print(f"| {label(n)} | {r['plan']['micro_batches']} | "
               f"{', '.join(str(s['micro_batch']) for s in r['plan']['stages'])} | "
-              f"{r['predicted']*1e3:.1f} | {r['measured']*1e3:.1f} "
-              f"({r['spread'][0]*1e3:.1f}-{r['spread'][1]*1e3:.1f}) | {r['err']*100:+.1f}% |")
+              f"{r['predicted']*1e3:.1f} | {measured_cell(r)} | {r['err']*100:+.1f}% |")
     best_mb = min(group, key=lambda n: rows[n]["measured"])
     tb = rows[best_mb]["measured"]
     print()
