@@ -192,17 +192,17 @@ Result Proxy::wait(TransportRequest* r, const Deadline& deadline) {
     // eight of them keeps the core from the rank it waits for (4 ranks on 2 CPUs, 8 bytes:
     // 1.27x the time).
     for (unsigned round = 0; r->stateNow() == TransportRequest::Pending; ++round) {
-      bool look = !spinning || params_.yieldWhileSpinning || waiting.others() ||
-                  round % kSpinStride == 0;
-      if (spinning && look) spinning = Clock::now() < spinEnd;
-      progressOnce(spinning ? 0 : std::max(1, deadline.remainingMs(100)), r);
-      if (r->stateNow() != TransportRequest::Pending) break;
       // With more ranks on the host than CPUs, the peer we wait for may need exactly this
       // core: give it away at every round; likewise while another thread of this process
       // waits too (the PyTorch backend's lanes: one communicator per thread, all of a rank's
       // threads bound to one core under mixcclrun). Otherwise a yield only costs (a system
       // call, and a switch to whatever kernel thread is runnable; docs/performance.md).
-      if (spinning && (params_.yieldWhileSpinning || waiting.others())) sched_yield();
+      const bool yielding = params_.yieldWhileSpinning || waiting.others();
+      bool look = !spinning || yielding || round % kSpinStride == 0;
+      if (spinning && look) spinning = Clock::now() < spinEnd;
+      progressOnce(spinning ? 0 : std::max(1, deadline.remainingMs(100)), r);
+      if (r->stateNow() != TransportRequest::Pending) break;
+      if (spinning && yielding) sched_yield();
       if (!look) continue;
       if (!timedOut && deadline.expired()) {
         timedOut = true;
@@ -398,12 +398,15 @@ void Proxy::failEverything() {
   for (ControlChannel& c : control_) c.shutdown();
 }
 
+void Proxy::failOnceIfFailed() {
+  if (failedHandled_ || !health_.failed()) return;
+  failEverything();
+  failedHandled_ = true;
+}
+
 void Proxy::progressOnce(int timeoutMs, const TransportRequest* waitingFor) {
   drainIncoming();
-  if (!failedHandled_ && health_.failed()) {
-    failEverything();
-    failedHandled_ = true;
-  }
+  failOnceIfFailed();
   if (failedHandled_) drainIncoming();  // posts after the failure end at once
   for (Connection* c : polled_) c->poll();
   // Starting the new sends may already have finished the awaited request: then do not block.
@@ -427,10 +430,7 @@ void Proxy::progressOnce(int timeoutMs, const TransportRequest* waitingFor) {
   // one is the look.
   if (waitingFor && timeoutMs == 0 && !armed && unpolledLanes_ == 0 && !polled_.empty() &&
       ++fdlessRounds_ % kSpinStride != 0) {
-    if (!failedHandled_ && health_.failed()) {
-      failEverything();
-      failedHandled_ = true;
-    }
+    failOnceIfFailed();
     return;
   }
   epoll_event events[64];
@@ -451,10 +451,7 @@ void Proxy::progressOnce(int timeoutMs, const TransportRequest* waitingFor) {
     else
       s.conn->onEvent(s.lane, events[i].events);
   }
-  if (!failedHandled_ && health_.failed()) {
-    failEverything();
-    failedHandled_ = true;
-  }
+  failOnceIfFailed();
 }
 
 // The progress thread proper: between calls (and whenever nobody waits) it watches for

@@ -89,6 +89,8 @@ class Proxy : private TransportEvents {
   // One round of progress, blocking up to timeoutMs for events unless waitingFor is already
   // finished. Called with progressMutex_ held.
   void progressOnce(int timeoutMs, const TransportRequest* waitingFor);
+  // failEverything() the first time a round finds the communicator failed.
+  void failOnceIfFailed();
   void wake();
   void stopThread();
   std::string me() const { return "rank " + std::to_string(params_.rank); }

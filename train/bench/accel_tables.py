@@ -51,6 +51,13 @@ def label(name):
     return name if same[name] == name else f"{name} (= {same[name]})"
 
 
+def search_accuracy(times):
+    """E = 1 - |T_auto - T_best| / T_best over {plan name: step time}; T_auto is cand1's.
+    Returns E and the best plan's name."""
+    best = min(times, key=times.get)
+    return 1 - abs(times["cand1"] - times[best]) / times[best], best
+
+
 def measured_cell(r):
     """The measured step: median over the rounds and their range, ms."""
     return f"{r['measured']*1e3:.1f} ({r['spread'][0]*1e3:.1f}-{r['spread'][1]*1e3:.1f})"
@@ -90,18 +97,17 @@ for n in cands:
           f"{r['planner']*1e3:.1f} | {r['predicted']*1e3:.1f} | {measured_cell(r)} | "
           f"{r['err']*100:+.1f}% |")
 t_auto = rows["cand1"]["measured"]
-best = min(cands, key=lambda n: rows[n]["measured"])
+e, best = search_accuracy({n: rows[n]["measured"] for n in cands})
 t_best = rows[best]["measured"]
 print()
 print(f"E = 1 - |T_auto - T_best| / T_best = 1 - |{t_auto*1e3:.1f} - {t_best*1e3:.1f}| / "
-      f"{t_best*1e3:.1f} = {1 - abs(t_auto - t_best) / t_best:.3f}  (best measured: {best})")
+      f"{t_best*1e3:.1f} = {e:.3f}  (best measured: {best})")
 # E per round: the same over each round's own measurements.
 per_round = []
 for r in rounds:
-    t = {n: json.load(open(f"{out}/report-{same[n]}-{r}.json"))["summary"]["mean_step_time_s"]
-         for n in cands}
-    tb = min(t.values())
-    per_round.append(1 - abs(t["cand1"] - tb) / tb)
+    per_round.append(search_accuracy(
+        {n: json.load(open(f"{out}/report-{same[n]}-{r}.json"))["summary"]["mean_step_time_s"]
+         for n in cands})[0])
 print("E per round: " + ", ".join(f"{e:.3f}" for e in per_round))
 
 # E over micro-batch counts: the first choice against its own layout with other micro-batch
@@ -118,11 +124,10 @@ if variants:
         print(f"| {label(n)} | {r['plan']['micro_batches']} | "
               f"{', '.join(str(s['micro_batch']) for s in r['plan']['stages'])} | "
               f"{r['predicted']*1e3:.1f} | {measured_cell(r)} | {r['err']*100:+.1f}% |")
-    best_mb = min(group, key=lambda n: rows[n]["measured"])
-    tb = rows[best_mb]["measured"]
+    e_mb, best_mb = search_accuracy({n: rows[n]["measured"] for n in group})
     print()
     print(f"E_mb = 1 - |T_auto - T_best| / T_best over cand1's micro-batch counts = "
-          f"{1 - abs(t_auto - tb) / tb:.3f}  (best measured: {best_mb}; predicted best: "
+          f"{e_mb:.3f}  (best measured: {best_mb}; predicted best: "
           f"{min(group, key=lambda n: rows[n]['predicted'])})")
 
 # Where each rank's step goes, measured (the reports' steps[].ranks, steps 2.., mean over the

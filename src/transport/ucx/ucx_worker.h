@@ -39,7 +39,7 @@ class UcxWorker {
   bool movesDeviceMemory() const { return cuda_; }
   // "host" or "host,cuda", ... what UCX reports it can move (INFO, docs).
   const std::string& memoryTypes() const { return memoryTypes_; }
-  // "tcp segments 256 KiB (mixccl)", "tcp segments from UCX_TCP_TX_SEG_SIZE", ...: INFO, inspect.
+  // "tcp segments 256 KiB", "tcp segments from the environment (UCX_TCP_TX_SEG_SIZE)", ...: INFO.
   const std::string& segments() const { return segments_; }
 
   // One pass of ucp_worker_progress until it reports nothing more (bounded); returns whether
