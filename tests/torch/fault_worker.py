@@ -20,6 +20,18 @@ def threads():
     return len(os.listdir("/proc/self/task"))
 
 
+def shm_left_since(before):
+    """Names new in /dev/shm since `before` that are still there 3 s later: tests running beside
+    this one create and remove their own names meanwhile."""
+    left = set(os.listdir("/dev/shm")) - before
+    for _ in range(30):
+        if not left:
+            break
+        time.sleep(0.1)
+        left &= set(os.listdir("/dev/shm"))
+    return sorted(left)
+
+
 def main(mode, rank, size, init_method):
     timeout = timedelta(seconds=float(os.environ.get("FAULT_PG_TIMEOUT_S", "20")))
     if mode == "destroy":
@@ -90,7 +102,7 @@ def main(mode, rank, size, init_method):
             w.wait()
         dist.destroy_process_group()
         left_threads = threads() - before_threads
-        left_shm = sorted(set(os.listdir("/dev/shm")) - before_shm)
+        left_shm = shm_left_since(before_shm)
         print(f"RESULT threads left {left_threads} shm left {left_shm}", flush=True)
         return 0 if left_threads == 0 and not left_shm else 1
     return 2
