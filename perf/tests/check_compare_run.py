@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Smoke test of perf/compare with every peer that was built (the libfabric ones too: mixccl-ofi,
 mpi-ofi, fi-roof): a tiny sweep on 2 ranks must give a busbw median for every peer and size, the
-report must name the CPU and carry the roof columns, and the TCP roof's and the memory-copy roof's
-own checks (-c 1, every received or copied byte compared with the sender's pattern) must pass
-on 2 and 3 ranks.
+report must name the CPU and carry the roof columns, and the TCP, memory-copy and UCX sendrecv
+roofs' own checks (-c 1, every received or copied byte compared with the sender's pattern) must
+pass on 2 and 3 ranks (the UCX one also refuses a collective other than sendrecv).
 
   check_compare_run.py --build BUILD_DIR --compare perf/compare
 """
@@ -48,6 +48,7 @@ def main():
     mixcclrun = os.path.join(a.build, "tools", "mixcclrun")
     roof = os.path.join(a.build, "perf", "tcp_roof_perf")
     memcpy_roof = os.path.join(a.build, "perf", "memcpy_roof_perf")
+    ucx_roof = os.path.join(a.build, "perf", "ucx_roof_perf")
     peers = ["mixccl", "mixccl-shm", "tcp-roof", "memcpy-roof"]
     if os.access(os.path.join(a.build, "perf", "gloo_coll_perf"), os.X_OK):
         peers.append("gloo")
@@ -61,7 +62,16 @@ def main():
         if shutil.which("fi_pingpong"):
             peers.append("fi-roof")
 
-    for tool, colls in ((roof, ("allreduce", "allgather")), (memcpy_roof, ("allreduce",))):
+    roofs = [(roof, ("allreduce", "allgather")), (memcpy_roof, ("allreduce",))]
+    if os.access(ucx_roof, os.X_OK):  # built with UCX: the sendrecv roof, and what it refuses
+        roofs.append((ucx_roof, ("sendrecv",)))
+        with tempfile.TemporaryDirectory(prefix="roof-store-") as store:
+            p = subprocess.run([mixcclrun, "-np", "2", ucx_roof, "-C", "allreduce", "-S", store],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               timeout=60)
+        if "ucx_roof_perf: only -C sendrecv (the roof of sendrecv over UCX)" not in p.stdout:
+            fail("ucx_roof_perf -C allreduce was not refused as expected", p.stdout)
+    for tool, colls in roofs:
         name = os.path.basename(tool)
         for np in (2, 3):
             for coll in colls:
