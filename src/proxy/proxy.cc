@@ -183,9 +183,11 @@ Result Proxy::wait(TransportRequest* r, const Deadline& deadline) {
     // wake-up per message, which dominates small-message latency (docs/architecture.md).
     std::lock_guard<std::mutex> lock(progressMutex_);
     WaiterCount waiting;
-    auto spinEnd = Clock::now() + std::chrono::microseconds(params_.spinUs);
+    const auto spinFor = std::chrono::microseconds(params_.spinUs);
+    auto spinEnd = Clock::now() + spinFor;
     bool timedOut = false;
     bool spinning = true;
+    bool movedSinceLook = false;
     // While spinning, the clock and the deadline are looked at every kSpinStride-th round
     // only: each round they skip answers a message sooner. Not when every round yields: a
     // yield may last another rank's time slice, and a spin that outlasts MIXCCL_SPIN_US by
@@ -199,8 +201,19 @@ Result Proxy::wait(TransportRequest* r, const Deadline& deadline) {
       // call, and a switch to whatever kernel thread is runnable; docs/performance.md).
       const bool yielding = params_.yieldWhileSpinning || waiting.others();
       bool look = !spinning || yielding || round % kSpinStride == 0;
-      if (spinning && look) spinning = Clock::now() < spinEnd;
+      if (look) {
+        // With a CPU per rank, MIXCCL_SPIN_US counts from the last round that moved something:
+        // a large message arrives piece after piece, and sleeping between pieces costs a
+        // wake-up each (over UCX's tcp, 64 MiB: hundreds per call). Not when spinning yields:
+        // there the peers need the cores this rank would keep polling on (4 ranks on 2 CPUs,
+        // shared memory, 512 B-4 KiB: 1.4-1.6x the time).
+        const auto now = Clock::now();
+        if (movedSinceLook && !yielding) spinEnd = now + spinFor;
+        movedSinceLook = false;
+        spinning = now < spinEnd;
+      }
       progressOnce(spinning ? 0 : std::max(1, deadline.remainingMs(100)), r);
+      movedSinceLook = movedSinceLook || moved_;
       if (r->stateNow() != TransportRequest::Pending) break;
       if (spinning && yielding) sched_yield();
       if (!look) continue;
@@ -408,7 +421,8 @@ void Proxy::progressOnce(int timeoutMs, const TransportRequest* waitingFor) {
   drainIncoming();
   failOnceIfFailed();
   if (failedHandled_) drainIncoming();  // posts after the failure end at once
-  for (Connection* c : polled_) c->poll();
+  moved_ = false;
+  for (Connection* c : polled_) moved_ = c->poll() || moved_;
   // Starting the new sends may already have finished the awaited request: then do not block.
   if (waitingFor && waitingFor->stateNow() != TransportRequest::Pending) timeoutMs = 0;
   // Before we block, every connection arranges to be woken: rings set their doorbell flags,
@@ -435,6 +449,7 @@ void Proxy::progressOnce(int timeoutMs, const TransportRequest* waitingFor) {
   }
   epoll_event events[64];
   int n = epoll_wait(epollFd_, events, 64, timeoutMs);
+  if (n > 0) moved_ = true;
   if (armed)
     for (std::unique_ptr<Connection>& c : conns_)
       if (c) c->afterBlock();

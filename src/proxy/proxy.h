@@ -126,6 +126,7 @@ class Proxy : private TransportEvents {
   bool failedHandled_ = false;
   int unpolledLanes_ = 0;      // lane fds of connections that poll() does not drive (sockets)
   unsigned fdlessRounds_ = 0;  // rounds that could skip epoll (progressOnce)
+  bool moved_ = false;         // the last progressOnce moved something (wait() keeps spinning)
   int failureListener_ = -1;  // our wake-up in health_'s listeners
 };
 

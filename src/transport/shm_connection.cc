@@ -108,24 +108,24 @@ void ShmConnection::pumpCmaDone() {
 }
 
 // One look: finished copies, ring in, ring out.
-void ShmConnection::poll() {
-  if (events_->failed()) return;
+bool ShmConnection::poll() {
+  if (events_->failed()) return false;
+  uint64_t before = moved_;
   pumpCmaDone();
   pumpRecv(lanes()[0]);
   pumpSend(lanes()[0]);
+  return moved_ != before;
 }
 
 // Rings have no fd: before the engine blocks, say so in each ring this rank waits on, then
 // look once more (the peer checks the flag after publishing and rings the doorbell, which the
 // engine's epoll does see). seq_cst on both sides: no wake-up is lost.
 bool ShmConnection::prepareToBlock() {
-  uint64_t before = moved_;
   Lane& l = lanes()[0];
   if (!l.byeReceived) link_->in.header()->consumerSleeping.store(1, std::memory_order_seq_cst);
   if (l.sendOp || hasQueuedSends() || !cmaSends_.empty())
     link_->out.header()->producerSleeping.store(1, std::memory_order_seq_cst);
-  poll();
-  return moved_ == before;
+  return !poll();
 }
 
 void ShmConnection::afterBlock() {

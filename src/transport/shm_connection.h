@@ -20,7 +20,7 @@ class ShmConnection : public StreamConnection {
 
   const char* transportName() const override { return "shm"; }
   bool needsPolling() const override { return true; }
-  void poll() override;
+  bool poll() override;
   bool prepareToBlock() override;
   void afterBlock() override;
   void goodbye() override;

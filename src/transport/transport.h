@@ -101,7 +101,9 @@ class Connection {
   virtual void onEvent(int lane, uint32_t events) = 0;
   // True when the engine must call poll() every round: progress that no fd announces.
   virtual bool needsPolling() const { return false; }
-  virtual void poll() {}
+  // One look for such progress; true when something moved (a waiting call keeps polling while
+  // data flows instead of sleeping between pieces).
+  virtual bool poll() { return false; }
   // Before the engine blocks: arrange to be woken (doorbell flags); false if work came in
   // meanwhile and the engine must not block. afterBlock() undoes the arrangement.
   virtual bool prepareToBlock() { return true; }

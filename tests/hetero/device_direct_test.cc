@@ -62,7 +62,7 @@ class DeviceCapableConnection : public Connection {
   void postRecv(TransportRequest* r) override { reach(r); inner_->postRecv(r); }
   void onEvent(int lane, uint32_t events) override { inner_->onEvent(lane, events); }
   bool needsPolling() const override { return inner_->needsPolling(); }
-  void poll() override { inner_->poll(); }
+  bool poll() override { return inner_->poll(); }
   bool prepareToBlock() override { return inner_->prepareToBlock(); }
   void afterBlock() override { inner_->afterBlock(); }
   void onDoorbell() override { inner_->onDoorbell(); }

@@ -193,8 +193,10 @@ void OfiConnection::fail(const std::string& what) {
   if (events_) events_->peerFailed(peer(), what);
 }
 
-void OfiConnection::progress() {
-  if (ep_->progress() > 0) handledSinceBlock_ = true;
+bool OfiConnection::progress() {
+  if (ep_->progress() <= 0) return false;
+  handledSinceBlock_ = true;
+  return true;
 }
 
 void OfiConnection::onEvent(int lane, uint32_t) {
@@ -208,7 +210,7 @@ void OfiConnection::onEvent(int lane, uint32_t) {
 
 bool OfiConnection::needsPolling() const { return progressOwner_ && ep_->waitFd() < 0; }
 
-void OfiConnection::poll() { progress(); }
+bool OfiConnection::poll() { return progress(); }
 
 bool OfiConnection::prepareToBlock() {
   // Pieces the provider refused wait for room that only progress makes: keep going.

@@ -38,7 +38,7 @@ class OfiConnection : public Connection, private OfiOpOwner {
   void postRecv(TransportRequest* r) override;
   void onEvent(int lane, uint32_t events) override;
   bool needsPolling() const override;
-  void poll() override;
+  bool poll() override;
   bool prepareToBlock() override;
   void afterBlock() override;
   void onDoorbell() override;
@@ -70,7 +70,7 @@ class OfiConnection : public Connection, private OfiOpOwner {
   void checkLeft();
   size_t piecesOf(size_t bytes) const;
   void fail(const std::string& what);
-  void progress();
+  bool progress();  // true when the endpoint handled completions
 
   int rank_;
   std::shared_ptr<OfiEndpoint> ep_;

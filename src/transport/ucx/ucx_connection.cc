@@ -263,7 +263,7 @@ void UcxConnection::endpointFailed(ucs_status_t status) {
 
 void UcxConnection::onEvent(int, uint32_t) { worker_->progress(); }
 
-void UcxConnection::poll() { worker_->progress(); }
+bool UcxConnection::poll() { return worker_->progress(); }
 
 bool UcxConnection::prepareToBlock() {
   if (!drivesWorker_) return true;

@@ -61,7 +61,7 @@ class UcxConnection : public Connection {
   void postRecv(TransportRequest* r) override;
   void onEvent(int lane, uint32_t events) override;
   bool needsPolling() const override { return drivesWorker_; }
-  void poll() override;
+  bool poll() override;
   bool prepareToBlock() override;
   void onDoorbell() override;
   void onControlGoodbye() override;
