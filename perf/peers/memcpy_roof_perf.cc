@@ -47,17 +47,13 @@
 
 #include "peer_launch.h"
 #include "peer_table.h"
+#include "roof_sweep.h"
 
 namespace {
 
 constexpr int kMaxRanks = 256;
 // Staging sizes tried (the fastest counts): a small one and one like mixccl's 256 KiB chunks.
 const char* const kDefaultStages = "65536,262144";
-
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 [[noreturn]] void die(int rank, const char* what) {
   std::fprintf(stderr, "memcpy_roof_perf: rank %d: %s: %s\n", rank, what, std::strerror(errno));
@@ -92,9 +88,10 @@ class Group {
       map(fd);  // a fresh file reads as zeros: the barrier starts at generation 0
       if (std::rename(tmp.c_str(), path.c_str()) != 0) die(rank, "publish the page in -S DIR");
     } else {
-      for (double end = now() + 60; fd < 0; std::this_thread::sleep_for(std::chrono::milliseconds(5))) {
+      for (double end = roofNow() + 60; fd < 0;
+           std::this_thread::sleep_for(std::chrono::milliseconds(5))) {
         fd = open(path.c_str(), O_RDWR);
-        if (fd < 0 && now() > end) die(rank, ("waiting for " + path).c_str());
+        if (fd < 0 && roofNow() > end) die(rank, ("waiting for " + path).c_str());
       }
       map(fd);
     }
@@ -244,63 +241,32 @@ int main(int argc, char** argv) {
                   "once; the fastest of memcpy and non-temporal stores", stageList);
     peer_print_header(banner, &a, n);
   }
-  int errors = 0;
-  double bwSum = 0;
-  int bwCount = 0;
-  int done = 0;
-  for (size_t s = a.min_bytes; !done; s = peer_next_size(&a, s, &done)) {
-    size_t param, ns, nr;
-    peer_counts(a.coll, s, n, &param, &ns, &nr);
-    const size_t bytes = param * sizeof(float);
-    double us[2], alg[2], bus[2];
-    std::vector<double> variantBus[2];  // [run][stage * 2 + method] busbw
-    int64_t wrong[2] = {0, 0};
-    for (int run = 0; run < 2; ++run) {
-      if (bytes == 0) {  // count 0: nothing to move
-        us[run] = alg[run] = bus[run] = 0;
-        continue;
-      }
-      double best = 0;
-      for (size_t v = 0; v < 2 * stages.size(); ++v) {
-        const Method m = static_cast<Method>(v % 2);
-        const size_t stageBytes = stages[v / 2];
-        for (int w = 0; w < a.warmup; ++w) stagedCopy(m, src, dst, bytes, stage, stageBytes);
-        group.barrier();
-        double t0 = now();
-        for (int it = 0; it < a.iters; ++it) stagedCopy(m, src, dst, bytes, stage, stageBytes);
-        double sec = group.sum((now() - t0) / a.iters) / n;
-        double al, bu;
-        peer_bw(a.coll, param, n, sec, &al, &bu);
-        variantBus[run].push_back(bu);
-        if (v == 0 || sec < best) {
-          best = sec;
-          us[run] = sec * 1e6;
-          alg[run] = al;
-          bus[run] = bu;
-        }
-        if (a.check) {
-          std::memset(dst, 0, bytes);  // pattern bytes are never 0
-          stagedCopy(m, src, dst, bytes, stage, stageBytes);
-          long long bad = 0;
-          for (size_t i = 0; i < bytes; ++i) bad += dst[i] != patternByte(i);
-          wrong[run] += static_cast<int64_t>(group.sum(static_cast<double>(bad)));
-        }
-      }
-      if (wrong[run]) ++errors;
-      bwSum += bus[run];
-      ++bwCount;
+  // Variant v: staging size stages[v / 2], method v % 2 (count 0: nothing to move or time).
+  int errors = roofSweep(a, n, rank, static_cast<int>(2 * stages.size()),
+                         [&](const RoofSize& z, int v) {
+    RoofRun r;
+    const size_t bytes = z.param * sizeof(float);
+    if (bytes == 0) return r;
+    const Method m = static_cast<Method>(v % 2);
+    const size_t stageBytes = stages[v / 2];
+    r.seconds = roofTime(group, a, n, [&] { stagedCopy(m, src, dst, bytes, stage, stageBytes); });
+    if (a.check) {
+      std::memset(dst, 0, bytes);  // pattern bytes are never 0
+      stagedCopy(m, src, dst, bytes, stage, stageBytes);
+      long long bad = 0;
+      for (size_t i = 0; i < bytes; ++i) bad += dst[i] != patternByte(i);
+      r.wrong = static_cast<int64_t>(group.sum(static_cast<double>(bad)));
     }
-    if (rank == 0) {
-      std::printf("# %zu bytes, busbw GB/s out-of-place / in-place:", bytes);
-      for (size_t v = 0; bytes && v < variantBus[0].size(); ++v) {
-        std::printf("%s stage %zu %s %.2f / %.2f", v ? "," : "", stages[v / 2],
-                    kMethodNames[v % 2], variantBus[0][v], variantBus[1][v]);
-      }
-      std::printf("\n");
-      peer_print_row(a.coll, param, ns, nr, us, alg, bus, wrong);
+    return r;
+  }, [&](const RoofSize& z, const std::vector<double> (&variantBus)[2]) {
+    const size_t bytes = z.param * sizeof(float);
+    std::printf("# %zu bytes, busbw GB/s out-of-place / in-place:", bytes);
+    for (size_t v = 0; bytes && v < variantBus[0].size(); ++v) {
+      std::printf("%s stage %zu %s %.2f / %.2f", v ? "," : "", stages[v / 2],
+                  kMethodNames[v % 2], variantBus[0][v], variantBus[1][v]);
     }
-  }
-  if (rank == 0) peer_print_footer(errors, bwCount ? bwSum / bwCount : 0);
+    std::printf("\n");
+  });
   group.barrier();
   std::free(src);
   std::free(dst);

@@ -10,9 +10,10 @@
 #include "mixccl_launch.h"
 #include "peer_table.h"
 
-// Returns 0, or 2 (the peers' usage-error status) after printing "prog: what is missing".
+// Returns 0, or 2 (the peers' usage-error status) after printing "prog: what is missing"
+// (fewer than minRanks ranks included).
 inline int peer_launch(const char* prog, const peer_args& a, const char** storeDir,
-                       mixcclLaunchInfo* info) {
+                       mixcclLaunchInfo* info, int minRanks = 1) {
   *storeDir = a.store ? a.store : std::getenv("GLOO_STORE_DIR");
   if (*storeDir == nullptr) {
     std::fprintf(stderr, "%s: give the rendezvous directory with -S DIR (or GLOO_STORE_DIR)\n",
@@ -21,6 +22,10 @@ inline int peer_launch(const char* prog, const peer_args& a, const char** storeD
   }
   if (mixcclLaunchDetect(info) != 0) {
     std::fprintf(stderr, "%s: %s\n", prog, mixcclLaunchLastError());
+    return 2;
+  }
+  if (info->nranks < minRanks) {
+    std::fprintf(stderr, "%s: needs at least %d ranks\n", prog, minRanks);
     return 2;
   }
   return 0;

@@ -38,6 +38,7 @@
 
 #include "peer_launch.h"
 #include "peer_table.h"
+#include "roof_sweep.h"
 
 namespace {
 
@@ -46,11 +47,6 @@ constexpr int kDefaultSocketBufferBytes = 4 << 20;
 constexpr const char* kDefaultCongestion = "reno";
 constexpr size_t kMaxCallBytes = 1 << 20;  // bytes per send or recv call, as mixccl's chunks
 constexpr size_t kWindowBytes = 1 << 20;   // user memory each side cycles over (in L2)
-
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 [[noreturn]] void die(int rank, const char* what) {
   std::fprintf(stderr, "tcp_roof_perf: rank %d: %s: %s\n", rank, what, std::strerror(errno));
@@ -148,7 +144,7 @@ class Ring {
   }
   int readPort(const std::string& dir, int peer) {
     std::string path = dir + "/port." + std::to_string(peer);
-    for (double end = now() + 60; now() < end;) {
+    for (double end = roofNow() + 60; roofNow() < end;) {
       std::ifstream f(path);
       int port = 0;
       if (f >> port) return port;
@@ -213,12 +209,8 @@ int main(int argc, char** argv) {
   }
   const char* storeDir = nullptr;
   mixcclLaunchInfo info;
-  if (peer_launch("tcp_roof_perf", a, &storeDir, &info) != 0) return 2;
+  if (peer_launch("tcp_roof_perf", a, &storeDir, &info, 2) != 0) return 2;
   const int n = info.nranks, rank = info.rank;
-  if (n < 2) {
-    std::fprintf(stderr, "tcp_roof_perf: needs at least 2 ranks\n");
-    return 2;
-  }
   Ring ring(rank, n, storeDir, bufferBytes, congestion);
 
   const size_t maxBytes = peer_max_elems(&a, n) * sizeof(float);
@@ -233,47 +225,28 @@ int main(int argc, char** argv) {
     peer_print_header(banner, &a, n);
   }
   const int prev = (rank + n - 1) % n;
-  int errors = 0;
-  double bwSum = 0;
-  int bwCount = 0;
-  int done = 0;
-  for (size_t s = a.min_bytes; !done; s = peer_next_size(&a, s, &done)) {
-    size_t param, ns, nr;
-    peer_counts(a.coll, s, n, &param, &ns, &nr);
-    const size_t bytes = bytesPerRank(a.coll, param, n);
-    const size_t srcBytes = std::clamp<size_t>(ns * sizeof(float), 1, kWindowBytes);
-    const size_t dstBytes = std::clamp<size_t>(nr * sizeof(float), 1, kWindowBytes);
-    double us[2], alg[2], bus[2];
-    int64_t wrong[2] = {0, 0};
-    for (int run = 0; run < 2; ++run) {
-      for (int w = 0; w < a.warmup; ++w) ring.stream(src.data(), srcBytes, dst.data(), dstBytes, bytes);
-      ring.sum(0);
-      double t0 = now();
-      for (int it = 0; it < a.iters; ++it) {
-        ring.stream(src.data(), srcBytes, dst.data(), dstBytes, bytes);
+  int errors = roofSweep(a, n, rank, 1, [&](const RoofSize& z, int) {
+    const size_t bytes = bytesPerRank(a.coll, z.param, n);
+    const size_t srcBytes = std::clamp<size_t>(z.sendElems * sizeof(float), 1, kWindowBytes);
+    const size_t dstBytes = std::clamp<size_t>(z.recvElems * sizeof(float), 1, kWindowBytes);
+    RoofRun r;
+    r.seconds = roofTime(ring, a, n, [&] {
+      ring.stream(src.data(), srcBytes, dst.data(), dstBytes, bytes);
+    });
+    if (a.check && bytes > 0) {
+      std::fill(dst.begin(), dst.end(), 0);
+      ring.stream(src.data(), srcBytes, dst.data(), dstBytes, bytes);
+      long long bad = 0;
+      for (size_t i = 0; i < std::min(bytes, dstBytes); ++i) {
+        // The stream cycles over srcBytes on the sender and dstBytes here; the last lap
+        // written to dst position i carried stream offset o with o % dstBytes == i.
+        size_t o = i + (bytes - 1 - i) / dstBytes * dstBytes;
+        bad += dst[i] != patternByte(prev, o % srcBytes);
       }
-      double sec = ring.sum((now() - t0) / a.iters) / n;
-      us[run] = sec * 1e6;
-      peer_bw(a.coll, param, n, sec, &alg[run], &bus[run]);
-      if (a.check && bytes > 0) {
-        std::fill(dst.begin(), dst.end(), 0);
-        ring.stream(src.data(), srcBytes, dst.data(), dstBytes, bytes);
-        long long bad = 0;
-        for (size_t i = 0; i < std::min(bytes, dstBytes); ++i) {
-          // The stream cycles over srcBytes on the sender and dstBytes here; the last lap
-          // written to dst position i carried stream offset o with o % dstBytes == i.
-          size_t o = i + (bytes - 1 - i) / dstBytes * dstBytes;
-          bad += dst[i] != patternByte(prev, o % srcBytes);
-        }
-        wrong[run] = static_cast<int64_t>(ring.sum(static_cast<double>(bad)));
-        if (wrong[run]) ++errors;
-      }
-      bwSum += bus[run];
-      ++bwCount;
+      r.wrong = static_cast<int64_t>(ring.sum(static_cast<double>(bad)));
     }
-    if (rank == 0) peer_print_row(a.coll, param, ns, nr, us, alg, bus, wrong);
-  }
-  if (rank == 0) peer_print_footer(errors, bwCount ? bwSum / bwCount : 0);
+    return r;
+  });
   ring.sum(0);
   return errors ? 1 : 0;
 }

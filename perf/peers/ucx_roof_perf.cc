@@ -15,10 +15,11 @@
 // UCX_TLS and the other UCX_* variables apply as UCX reads them; -T sets the tcp transport's
 // send and receive segments as mixccl does (from MIXCCL_CHUNK_BYTES; its INFO line "tcp
 // segments"), -T best times every size with UCX's default and 64 KiB, 256 KiB and 1 MiB
-// segments and reports the fastest (the roof over that knob); without -T, UCX's defaults. A waiting rank polls its worker for -P microseconds (100,
-// MIXCCL_SPIN_US's default), then arms it and sleeps on its event fd (UCX's wakeup protocol, as
-// mixccl waits): on a machine with few CPUs a rank that only polls takes the CPU the kernel's
-// TCP needs (-P -1 polls only).
+// segments and reports the fastest (the roof over that knob); without -T, UCX's defaults.
+// A waiting rank polls its worker until -P microseconds (100, MIXCCL_SPIN_US's default) pass
+// without progress, then arms it and sleeps on its event fd (UCX's wakeup protocol, as mixccl
+// waits with a CPU per rank): on a machine with few CPUs a rank that only polls takes the CPU
+// the kernel's TCP needs (-P -1 polls only).
 //
 // Ranks come from mixccl_launch's detection (mixcclrun, mpirun, srun, torchrun); the worker
 // addresses meet in a fresh directory -S shared by the ranks. -c 1 checks one transfer per size:
@@ -40,17 +41,13 @@
 
 #include "peer_launch.h"
 #include "peer_table.h"
+#include "roof_sweep.h"
 
 namespace {
 
 constexpr ucp_tag_t kDataTag = 1;
 constexpr ucp_tag_t kSumTag = 2;
 constexpr ucp_tag_t kFullMask = ~ucp_tag_t{0};
-
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 [[noreturn]] void die(int rank, const std::string& what) {
   std::fprintf(stderr, "ucx_roof_perf: rank %d: %s\n", rank, what.c_str());
@@ -141,8 +138,8 @@ class UcpRing {
   void wait(ucs_status_ptr_t r, const char* what) {
     if (r == nullptr) return;
     if (UCS_PTR_IS_ERR(r)) check(UCS_PTR_STATUS(r), what);
-    const double end = now() + 60;
-    double idleSince = now();
+    const double end = roofNow() + 60;
+    double idleSince = roofNow();
     ucs_status_t st;
     unsigned rounds = 0;
     while ((st = ucp_request_check_status(r)) == UCS_INPROGRESS) {
@@ -151,10 +148,11 @@ class UcpRing {
         continue;
       }
       if (++rounds % 64 != 0 || spinSeconds_ < 0) {
-        if (rounds % 4096 == 0 && now() > end) die(rank_, std::string(what) + ": no progress for 60 s");
+        if (rounds % 4096 == 0 && roofNow() > end)
+          die(rank_, std::string(what) + ": no progress for 60 s");
         continue;
       }
-      double t = now();
+      double t = roofNow();
       if (t > end) die(rank_, std::string(what) + ": no progress for 60 s");
       if (idleSince == 0) idleSince = t;
       if (t - idleSince < spinSeconds_) continue;
@@ -162,7 +160,8 @@ class UcpRing {
       if (armed == UCS_ERR_BUSY) continue;  // events came meanwhile: progress them first
       check(armed, "ucp_worker_arm");
       pollfd p{eventFd_, POLLIN, 0};
-      if (poll(&p, 1, 1000) < 0 && errno != EINTR) die(rank_, std::string("poll: ") + strerror(errno));
+      if (poll(&p, 1, 1000) < 0 && errno != EINTR)
+        die(rank_, std::string("poll: ") + strerror(errno));
     }
     ucp_request_free(r);
     check(st, what);
@@ -183,7 +182,7 @@ class UcpRing {
   }
   std::string readAddress(const std::string& dir, int peer) {
     std::string path = dir + "/ucx-address-" + label_ + "." + std::to_string(peer);
-    for (double end = now() + 60; now() < end;) {
+    for (double end = roofNow() + 60; roofNow() < end;) {
       std::ifstream f(path, std::ios::binary);
       std::string a((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
       if (!a.empty()) return a;
@@ -235,30 +234,25 @@ int main(int argc, char** argv) {
     }
   }
   peer_args a;
-  if (peer_parse_args(static_cast<int>(rest.size()), rest.data(), &a,
-                      " -S store_dir [-E peer|none] [-T tcp_segment_bytes|best] [-P spin_us]") != 0) {
-    return 2;
-  }
+  const char* usage = " -S store_dir [-E peer|none] [-T tcp_segment_bytes|best] [-P spin_us]";
+  if (peer_parse_args(static_cast<int>(rest.size()), rest.data(), &a, usage) != 0) return 2;
   if (a.coll != PEER_SENDRECV) {
     std::fprintf(stderr, "ucx_roof_perf: only -C sendrecv (the roof of sendrecv over UCX)\n");
     return 2;
   }
   const char* storeDir = nullptr;
   mixcclLaunchInfo info;
-  if (peer_launch("ucx_roof_perf", a, &storeDir, &info) != 0) return 2;
+  if (peer_launch("ucx_roof_perf", a, &storeDir, &info, 2) != 0) return 2;
   const int n = info.nranks, rank = info.rank;
-  if (n < 2) {
-    std::fprintf(stderr, "ucx_roof_perf: needs at least 2 ranks\n");
-    return 2;
-  }
   // -T best: one ring per segment size, every size timed on each, the fastest reported.
   const std::vector<std::string> segmentChoices =
       tcpSegmentBytes == "best" ? std::vector<std::string>{"", "65536", "262144", "1048576"}
                                 : std::vector<std::string>{tcpSegmentBytes};
   std::vector<std::unique_ptr<UcpRing>> rings;
+  const double spinSeconds = spinUs < 0 ? -1.0 : spinUs * 1e-6;
   for (size_t c = 0; c < segmentChoices.size(); ++c)
     rings.push_back(std::make_unique<UcpRing>(rank, n, storeDir, std::to_string(c), peerErrorMode,
-                                              segmentChoices[c], spinUs < 0 ? -1.0 : spinUs * 1e-6));
+                                              segmentChoices[c], spinSeconds));
 
   const size_t maxBytes = peer_max_elems(&a, n) * sizeof(float);
   std::vector<uint8_t> src(maxBytes + 64), dst(maxBytes + 64);
@@ -277,42 +271,21 @@ int main(int argc, char** argv) {
     peer_print_header(banner, &a, n);
   }
   const int prev = (rank + n - 1) % n;
-  int errors = 0;
-  double bwSum = 0;
-  int bwCount = 0;
-  int done = 0;
-  for (size_t s = a.min_bytes; !done; s = peer_next_size(&a, s, &done)) {
-    size_t param, ns, nr;
-    peer_counts(a.coll, s, n, &param, &ns, &nr);
-    const size_t bytes = ns * sizeof(float);
-    double us[2], alg[2], bus[2];
-    int64_t wrong[2] = {0, 0};
-    for (int run = 0; run < 2; ++run) {  // the out-of-place and in-place columns: two runs
-      double sec = 0;
-      for (auto& ring : rings) {
-        for (int w = 0; w < a.warmup; ++w) ring->sendrecv(src.data(), dst.data(), bytes);
-        ring->sum(0);
-        double t0 = now();
-        for (int it = 0; it < a.iters; ++it) ring->sendrecv(src.data(), dst.data(), bytes);
-        double t = ring->sum((now() - t0) / a.iters) / n;
-        if (sec == 0 || t < sec) sec = t;
-        if (a.check && bytes > 0) {
-          std::fill(dst.begin(), dst.end(), 0);
-          ring->sendrecv(src.data(), dst.data(), bytes);
-          long long bad = 0;
-          for (size_t i = 0; i < bytes; ++i) bad += dst[i] != patternByte(prev, i);
-          wrong[run] += static_cast<int64_t>(ring->sum(static_cast<double>(bad)));
-        }
-      }
-      if (wrong[run]) ++errors;
-      us[run] = sec * 1e6;
-      peer_bw(a.coll, param, n, sec, &alg[run], &bus[run]);
-      bwSum += bus[run];
-      ++bwCount;
+  int errors = roofSweep(a, n, rank, static_cast<int>(rings.size()),
+                         [&](const RoofSize& z, int variant) {
+    UcpRing& ring = *rings[variant];
+    const size_t bytes = z.sendElems * sizeof(float);
+    RoofRun r;
+    r.seconds = roofTime(ring, a, n, [&] { ring.sendrecv(src.data(), dst.data(), bytes); });
+    if (a.check && bytes > 0) {
+      std::fill(dst.begin(), dst.end(), 0);
+      ring.sendrecv(src.data(), dst.data(), bytes);
+      long long bad = 0;
+      for (size_t i = 0; i < bytes; ++i) bad += dst[i] != patternByte(prev, i);
+      r.wrong = static_cast<int64_t>(ring.sum(static_cast<double>(bad)));
     }
-    if (rank == 0) peer_print_row(a.coll, param, ns, nr, us, alg, bus, wrong);
-  }
-  if (rank == 0) peer_print_footer(errors, bwCount ? bwSum / bwCount : 0);
+    return r;
+  });
   rings.front()->sum(0);
   return errors ? 1 : 0;
 }
