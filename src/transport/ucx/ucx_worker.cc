@@ -72,7 +72,7 @@ std::string memoryTypeList(uint64_t mask) {
 
 // UCX's tcp transport sends a rendezvous over active messages in segments of
 // UCX_TCP_TX_SEG_SIZE (8 KiB in UCX 1.13): with error handling mode PEER, which mixccl needs,
-// tcp gets no zero-copy rma_bw lane (docs/performance.md, "What mode NONE really changes"),
+// tcp gets no zero-copy rma_bw lane (docs/performance-ucx-ofi.md, "What mode NONE really changes"),
 // so every large message goes that way, one segment per call. Segments of the socket
 // transport's frame size cost a fraction of the calls (measured 1.1-2.1x sendrecv at 1-64 MiB).
 // A value the user set in the environment wins.
