@@ -63,16 +63,21 @@ def measured_cell(r):
     return f"{r['measured']*1e3:.1f} ({r['spread'][0]*1e3:.1f}-{r['spread'][1]*1e3:.1f})"
 
 
-print("| plan | micro-batches | stages | predicted step ms | measured step ms (median; min-max) "
-      "| error | error per round (median) | tokens/s | emulation behind, ms/step |")
-print("|---|---|---|---|---|---|---|---|---|")
-for name in names:
-    r = rows[name]
-    if same[name] != name:
-        continue
-    print(f"| {name} | {r['plan']['micro_batches']} | {shape(r['plan'])} | {r['predicted']*1e3:.1f} | "
-          f"{measured_cell(r)} | "
-          f"{r['err']*100:+.1f}% | {r['round_err']*100:+.1f}% | {r['tps']:.0f} | {r['behind']*1e3:.1f} |")
+def md_table(head, cells):
+    """A markdown table: the column names, then one list of cell strings per row."""
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for c in cells:
+        print("| " + " | ".join(c) + " |")
+
+
+md_table(["plan", "micro-batches", "stages", "predicted step ms",
+          "measured step ms (median; min-max)", "error", "error per round (median)", "tokens/s",
+          "emulation behind, ms/step"],
+         [[name, str(r["plan"]["micro_batches"]), shape(r["plan"]), f"{r['predicted']*1e3:.1f}",
+           measured_cell(r), f"{r['err']*100:+.1f}%", f"{r['round_err']*100:+.1f}%",
+           f"{r['tps']:.0f}", f"{r['behind']*1e3:.1f}"]
+          for name, r in rows.items() if same[name] == name])
 
 alone = [n for n in names if n.startswith("alone-")]
 total = sum(rows[n]["tps"] for n in alone)
@@ -88,14 +93,11 @@ print(f"R predicted (same rounds' predictions) = "
 
 cands = [n for n in names if n.startswith("cand")]
 print()
-print("| candidate | layout | micro-batches | planner's step ms | predicted step ms (rounds) "
-      "| measured step ms (median; min-max) | error |")
-print("|---|---|---|---|---|---|---|")
-for n in cands:
-    r = rows[n]
-    print(f"| {label(n)} | {r['plan'].get('layout', '')} | {r['plan']['micro_batches']} | "
-          f"{r['planner']*1e3:.1f} | {r['predicted']*1e3:.1f} | {measured_cell(r)} | "
-          f"{r['err']*100:+.1f}% |")
+md_table(["candidate", "layout", "micro-batches", "planner's step ms",
+          "predicted step ms (rounds)", "measured step ms (median; min-max)", "error"],
+         [[label(n), str(rows[n]["plan"].get("layout", "")), str(rows[n]["plan"]["micro_batches"]),
+           f"{rows[n]['planner']*1e3:.1f}", f"{rows[n]['predicted']*1e3:.1f}",
+           measured_cell(rows[n]), f"{rows[n]['err']*100:+.1f}%"] for n in cands])
 t_auto = rows["cand1"]["measured"]
 e, best = search_accuracy({n: rows[n]["measured"] for n in cands})
 t_best = rows[best]["measured"]
@@ -116,14 +118,12 @@ variants = [n for n in names if n.startswith("mb")]
 if variants:
     group = ["cand1"] + variants
     print()
-    print("| plan | micro-batches | micro-batch per stage | predicted step ms (rounds) "
-          "| measured step ms (median; min-max) | error |")
-    print("|---|---|---|---|---|---|")
-    for n in group:
-        r = rows[n]
-        print(f"| {label(n)} | {r['plan']['micro_batches']} | "
-              f"{', '.join(str(s['micro_batch']) for s in r['plan']['stages'])} | "
-              f"{r['predicted']*1e3:.1f} | {measured_cell(r)} | {r['err']*100:+.1f}% |")
+    md_table(["plan", "micro-batches", "micro-batch per stage", "predicted step ms (rounds)",
+              "measured step ms (median; min-max)", "error"],
+             [[label(n), str(rows[n]["plan"]["micro_batches"]),
+               ", ".join(str(s["micro_batch"]) for s in rows[n]["plan"]["stages"]),
+               f"{rows[n]['predicted']*1e3:.1f}", measured_cell(rows[n]),
+               f"{rows[n]['err']*100:+.1f}%"] for n in group])
     e_mb, best_mb = search_accuracy({n: rows[n]["measured"] for n in group})
     print()
     print(f"E_mb = 1 - |T_auto - T_best| / T_best over cand1's micro-batch counts = "
@@ -136,9 +136,7 @@ if variants:
 # the AllReduce; "other" is the rest of the step (the update, reading data). Plans whose every
 # entry is one rank (tp 1, dp 1), whose rank is then the entry's index (the rank map).
 print()
-print("| plan | rank | device | micro-batch | layers | measured compute / comm / other ms "
-      "| predicted busy / wait + AllReduce / update ms |")
-print("|---|---|---|---|---|---|---|")
+per_rank_cells = []
 for name in names:
     if same[name] != name:
         continue
@@ -158,9 +156,13 @@ for name in names:
     for k, v in per_rank.items():
         s = plan["stages"][k]
         med = lambda i, j: statistics.median(x[i][j] for x in v) * 1e3
-        print(f"| {name} | {k} | {s.get('device_type', '')} | {s['micro_batch']} | {s['layers']} | "
-              f"{med(0, 0):.1f} / {med(0, 1):.1f} / {med(0, 2):.1f} | "
-              f"{med(1, 0):.1f} / {med(1, 1):.1f} / {med(1, 2):.1f} |")
+        per_rank_cells.append([name, str(k), s.get("device_type", ""), str(s["micro_batch"]),
+                               str(s["layers"]),
+                               f"{med(0, 0):.1f} / {med(0, 1):.1f} / {med(0, 2):.1f}",
+                               f"{med(1, 0):.1f} / {med(1, 1):.1f} / {med(1, 2):.1f}"])
+md_table(["plan", "rank", "device", "micro-batch", "layers",
+          "measured compute / comm / other ms", "predicted busy / wait + AllReduce / update ms"],
+         per_rank_cells)
 
 # Stalls: steps lasting over 1.5 times their run's median step (an emulated device that the
 # machine held up for a moment; it pays the time back in its later idles, which a synchronised
