@@ -212,8 +212,8 @@ Result Proxy::wait(TransportRequest* r, const Deadline& deadline) {
         movedSinceLook = false;
         spinning = now < spinEnd;
       }
-      progressOnce(spinning ? 0 : std::max(1, deadline.remainingMs(100)), r);
-      movedSinceLook = movedSinceLook || moved_;
+      const bool moved = progressOnce(spinning ? 0 : std::max(1, deadline.remainingMs(100)), r);
+      movedSinceLook = movedSinceLook || moved;
       if (r->stateNow() != TransportRequest::Pending) break;
       if (spinning && yielding) sched_yield();
       if (!look) continue;
@@ -417,12 +417,12 @@ void Proxy::failOnceIfFailed() {
   failedHandled_ = true;
 }
 
-void Proxy::progressOnce(int timeoutMs, const TransportRequest* waitingFor) {
+bool Proxy::progressOnce(int timeoutMs, const TransportRequest* waitingFor) {
   drainIncoming();
   failOnceIfFailed();
   if (failedHandled_) drainIncoming();  // posts after the failure end at once
-  moved_ = false;
-  for (Connection* c : polled_) moved_ = c->poll() || moved_;
+  bool moved = false;
+  for (Connection* c : polled_) moved = c->poll() || moved;
   // Starting the new sends may already have finished the awaited request: then do not block.
   if (waitingFor && waitingFor->stateNow() != TransportRequest::Pending) timeoutMs = 0;
   // Before we block, every connection arranges to be woken: rings set their doorbell flags,
@@ -445,11 +445,10 @@ void Proxy::progressOnce(int timeoutMs, const TransportRequest* waitingFor) {
   if (waitingFor && timeoutMs == 0 && !armed && unpolledLanes_ == 0 && !polled_.empty() &&
       ++fdlessRounds_ % kSpinStride != 0) {
     failOnceIfFailed();
-    return;
+    return moved;
   }
   epoll_event events[64];
   int n = epoll_wait(epollFd_, events, 64, timeoutMs);
-  if (n > 0) moved_ = true;
   if (armed)
     for (std::unique_ptr<Connection>& c : conns_)
       if (c) c->afterBlock();
@@ -467,6 +466,7 @@ void Proxy::progressOnce(int timeoutMs, const TransportRequest* waitingFor) {
       s.conn->onEvent(s.lane, events[i].events);
   }
   failOnceIfFailed();
+  return moved || n > 0;
 }
 
 // The progress thread proper: between calls (and whenever nobody waits) it watches for

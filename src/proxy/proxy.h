@@ -87,8 +87,9 @@ class Proxy : private TransportEvents {
   void handlePeerFailedNotice(int from, uint32_t who);
   void applyInterest(int slot, uint32_t events);
   // One round of progress, blocking up to timeoutMs for events unless waitingFor is already
-  // finished. Called with progressMutex_ held.
-  void progressOnce(int timeoutMs, const TransportRequest* waitingFor);
+  // finished. Called with progressMutex_ held. True when something moved: a connection's poll()
+  // said so or epoll reported events (wait() keeps spinning while data flows).
+  bool progressOnce(int timeoutMs, const TransportRequest* waitingFor);
   // failEverything() the first time a round finds the communicator failed.
   void failOnceIfFailed();
   void wake();
@@ -126,7 +127,6 @@ class Proxy : private TransportEvents {
   bool failedHandled_ = false;
   int unpolledLanes_ = 0;      // lane fds of connections that poll() does not drive (sockets)
   unsigned fdlessRounds_ = 0;  // rounds that could skip epoll (progressOnce)
-  bool moved_ = false;         // the last progressOnce moved something (wait() keeps spinning)
   int failureListener_ = -1;  // our wake-up in health_'s listeners
 };
 
