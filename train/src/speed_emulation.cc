@@ -25,17 +25,18 @@ double EmulatedSlowdown(const ClusterSpec& cluster, const std::string& type,
   return fastest / cluster.device_types[i].achievable_flops();
 }
 
-double ThreadCpuSeconds() {
+namespace {
+double ClockSeconds(clockid_t clock) {
   timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  clock_gettime(clock, &t);
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
+}  // namespace
+
+double ThreadCpuSeconds() { return ClockSeconds(CLOCK_THREAD_CPUTIME_ID); }
 
 double ComputeSeconds(int blas_threads) {
-  if (blas_threads <= 1) return ThreadCpuSeconds();
-  timespec t{};
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+  return ClockSeconds(blas_threads <= 1 ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC);
 }
 
 void SetBlasThreads(int n) {
