@@ -26,11 +26,18 @@ static_assert(sizeof(FrameHeader) == 32, "FrameHeader is part of the wire format
 // cleanly, so that the end of the connection that follows is not mistaken for a crash.
 constexpr uint32_t kFrameFlagBye = 1u;
 // Control connection: a notice a failing rank sends before it cuts its connections; seq carries
-// the rank that failed (UINT32_MAX: the sender itself, e.g. after a timeout), so that ranks
-// hearing of the failure second-hand still name the rank that caused it.
+// the rank that failed (UINT32_MAX: the sender itself, e.g. after an abort), so that ranks
+// hearing of the failure second-hand still name the rank that caused it. length 0, or after a
+// timeout a WaitNotice payload of length bytes (wait_notice.h): the rank that timed out and the
+// rank(s) it blamed, with whoever waited for them; seq is then the first rank blamed.
 constexpr uint32_t kFrameFlagPeerFailed = 2u;
 // Control connection: "look at the pair's transport" (shared-memory rings), carries nothing.
 constexpr uint32_t kFrameFlagDoorbell = 4u;
+// Control connection: "I have waited for these ranks for most of the timeout", sent before the
+// sender's deadline and again when a peer's notice says it waits for the sender; a WaitNotice
+// payload of length bytes (wait_notice.h) lists the sender's waits; seq is 0. From these a rank
+// that times out tells a stopped rank (which sends none) from ranks that wait for it.
+constexpr uint32_t kFrameFlagWaiting = 16u;
 // Shared-memory ring: the payload is a CmaDescriptor of the whole message, to be read from the
 // sender's memory.
 constexpr uint32_t kFrameFlagCma = 8u;
