@@ -223,6 +223,7 @@ Result connectComm(Comm* comm, const UniqueIdData& id) {
   pp.nranks = nranks;
   pp.spinUs = env().spinUs;
   pp.yieldWhileSpinning = localRanks > onlineCpuCount();
+  pp.timeoutS = config.timeoutS;
   for (int r = 0; r < nranks; ++r) pp.peerNames.push_back(comm->peerName(r));
   std::vector<Socket> control(nranks);
   for (int r = 0; r < nranks; ++r)

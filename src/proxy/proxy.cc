@@ -42,7 +42,8 @@ Proxy::Proxy(const ProxyParams& params, Health& health, std::vector<Socket> cont
              std::vector<std::unique_ptr<Connection>> conns)
     : params_(params), health_(health), control_(params.nranks), conns_(std::move(conns)),
       laneSlot_(params.nranks), controlSlot_(params.nranks, -1), byeHeard_(params.nranks, false),
-      left_(params.nranks, false) {
+      left_(params.nranks, false), stalls_(params.rank, params.nranks),
+      reportLead_(waitingNoticeLead(params.timeoutS)) {
   conns_.resize(params.nranks);
   for (int p = 0; p < params.nranks; ++p) {
     if ((size_t)p < control.size() && control[p].valid())
@@ -171,7 +172,7 @@ void Proxy::post(TransportRequest* r) {
 }
 
 void Proxy::complete(TransportRequest* r, Result result) {
-  live_.erase(r);
+  if (live_.erase(r)) stalls_.finished(r->peer, Clock::now());
   r->result = result;
   r->state.store(result == mixcclSuccess ? TransportRequest::Done : TransportRequest::Failed,
                  std::memory_order_release);
@@ -186,6 +187,7 @@ Result Proxy::wait(TransportRequest* r, const Deadline& deadline) {
     const auto spinFor = std::chrono::microseconds(params_.spinUs);
     auto spinEnd = Clock::now() + spinFor;
     bool timedOut = false;
+    bool reported = false;
     bool spinning = true;
     bool movedSinceLook = false;
     // While spinning, the clock and the deadline are looked at every kSpinStride-th round
@@ -211,6 +213,13 @@ Result Proxy::wait(TransportRequest* r, const Deadline& deadline) {
         if (movedSinceLook && !yielding) spinEnd = now + spinFor;
         movedSinceLook = false;
         spinning = now < spinEnd;
+        if (now >= nextSample_) sampleProgress(now);  // every kSampleEvery
+        // Most of the timeout has passed: tell every peer whom this rank waits for, so that
+        // whoever reaches its deadline first can follow the waits to the rank that stopped.
+        if (!reported && deadline.at() - now <= reportLead_) {
+          reported = true;
+          reportWaits(now);
+        }
       }
       const bool moved = progressOnce(spinning ? 0 : std::max(1, deadline.remainingMs(100)), r);
       movedSinceLook = movedSinceLook || moved;
@@ -219,8 +228,7 @@ Result Proxy::wait(TransportRequest* r, const Deadline& deadline) {
       if (!look) continue;
       if (!timedOut && deadline.expired()) {
         timedOut = true;
-        health_.fail(mixcclTimeout, me() + ": an operation with " + params_.peerNames[r->peer] +
-                                        " did not complete within the timeout (MIXCCL_TIMEOUT_S)");
+        failOnTimeout(r);
       }
     }
   }
@@ -307,8 +315,10 @@ void Proxy::drainIncoming() {
     reqs.swap(incoming_);
     incomingCount_.store(0, std::memory_order_release);
   }
+  const auto now = Clock::now();
   for (TransportRequest* r : reqs) {
     live_.insert(r);
+    stalls_.posted(r->peer, now);
     Connection* c = r->peer >= 0 && r->peer < params_.nranks ? conns_[r->peer].get() : nullptr;
     if (health_.failed()) {
       complete(r, health_.error());
@@ -333,6 +343,27 @@ void Proxy::drainIncoming() {
 
 void Proxy::peerFailed(int peer, const std::string& what) {
   if (stopRequested_.load()) return;
+  // A rank that gives up sends its notice on the control connection before it cuts the data
+  // connections, but this rank may see the cut first (the fds' order in one epoll round is
+  // arbitrary): read the notices already there, so that the failure is blamed as the notice
+  // says and not on the rank that only passed it on. Doorbells are skipped (the communicator
+  // fails either way); a goodbye stays for pumpControl.
+  ControlChannel& c = control_[peer];
+  while (c.valid() && !byeHeard_[peer] && !health_.failed()) {
+    FrameHeader h;
+    std::string payload;
+    if (c.read(&h, &payload) != ControlChannel::Read::Frame) break;
+    if (h.flags == kFrameFlagBye) {
+      c.putBack(h, std::move(payload));
+      break;
+    }
+    if (h.flags != kFrameFlagDoorbell) handleNotice(peer, h, payload);
+  }
+  failConnection(peer, what);
+}
+
+void Proxy::failConnection(int peer, const std::string& what) {
+  if (stopRequested_.load()) return;
   health_.fail(mixcclRemoteError,
                me() + ": connection to " + params_.peerNames[peer] + " failed: " + what, peer);
 }
@@ -348,26 +379,24 @@ void Proxy::peerLeft(int peer, bool pendingWork) {
                                         " destroyed the communicator with operations pending");
 }
 
-void Proxy::handlePeerFailedNotice(int from, uint32_t who) {
-  bool named = who < (uint32_t)params_.nranks && (int)who != params_.rank;
-  std::string culprit = named ? params_.peerNames[who] : params_.peerNames[from];
-  health_.fail(mixcclRemoteError,
-               me() + ": " + culprit + " failed (reported by " + params_.peerNames[from] + ")",
-               who < (uint32_t)params_.nranks ? (int)who : from);
-}
-
 // The control connection of a peer: doorbells, goodbye, failure notices, its end.
 void Proxy::pumpControl(int peer) {
   ControlChannel& c = control_[peer];
   c.flush();
   while (!health_.failed() && !byeHeard_[peer]) {
     FrameHeader h;
-    ControlChannel::Read got = c.read(&h);
+    std::string payload;
+    ControlChannel::Read got = c.read(&h, &payload);
     if (got == ControlChannel::Read::Empty) return;
-    if (got != ControlChannel::Read::Frame) {
-      peerFailed(peer, got == ControlChannel::Read::Ended
-                           ? "it closed the connection (process ended or crashed)"
-                           : std::string("receive failed: ") + strerror(errno));
+    if (got == ControlChannel::Read::Ended || got == ControlChannel::Read::Failed) {
+      failConnection(peer, got == ControlChannel::Read::Ended
+                               ? "it closed the connection (process ended or crashed)"
+                               : std::string("receive failed: ") + strerror(errno));
+      return;
+    }
+    if (got == ControlChannel::Read::Invalid) {
+      health_.fail(mixcclRemoteError, me() + ": " + params_.peerNames[peer] +
+                                          " sent an invalid frame on its control connection");
       return;
     }
     if (h.magic == kFrameMagic && h.flags == kFrameFlagDoorbell) {
@@ -382,24 +411,20 @@ void Proxy::pumpControl(int peer) {
       if (conns_[peer]) conns_[peer]->onControlGoodbye();
       return;
     }
-    if (h.magic == kFrameMagic && h.flags == kFrameFlagPeerFailed) {
-      handlePeerFailedNotice(peer, h.seq);
-      return;
-    }
-    health_.fail(mixcclRemoteError, me() + ": " + params_.peerNames[peer] +
-                                        " sent an invalid frame on its control connection");
-    return;
+    // isControlHeader() let only the four control flags through: the rest are notices.
+    handleNotice(peer, h, payload);
   }
 }
 
 void Proxy::failEverything() {
   Result code = health_.error();
-  // Tell every peer which rank caused the failure; the cut that follows is the signal that
-  // always arrives.
+  // Tell every peer which rank caused the failure (after a timeout: whom it was blamed on, with
+  // the list of waits, proxy_notices.cc); the cut that follows is the signal that always
+  // arrives.
   int culprit = health_.culprit();
   uint32_t who = culprit >= 0 ? (uint32_t)culprit : UINT32_MAX;
   for (ControlChannel& c : control_)
-    if (c.valid() && c.peer() != culprit) c.send(kFrameFlagPeerFailed, who, false);
+    if (c.valid() && c.peer() != culprit) c.send(kFrameFlagPeerFailed, who, false, failureNotice_);
   // Connections let go of every request first: a library transport (UCX) may still write into
   // a receive's buffer until it has cancelled it, and the poster may reuse the buffer as soon
   // as the request is failed. Requests the abandon finished are no longer live.

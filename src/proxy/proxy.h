@@ -20,16 +20,22 @@
 #include "base/health.h"
 #include "base/result.h"
 #include "bootstrap/socket.h"
+#include "proxy/stall_tracker.h"
 #include "transport/control_channel.h"
 #include "transport/transport.h"
 
 namespace mixccl {
+
+// How long before a wait's deadline the proxy tells its peers whom it waits for
+// (proxy_notices.cc), for a communicator timeout of timeoutS seconds.
+Clock::duration waitingNoticeLead(double timeoutS);
 
 struct ProxyParams {
   int rank = 0;
   int nranks = 1;
   int spinUs = 50;
   bool yieldWhileSpinning = true;  // more ranks on this host than CPUs
+  double timeoutS = 300;           // the communicator's (MIXCCL_TIMEOUT_S): paces waiting notices
   std::vector<std::string> peerNames;  // "rank 3 (host)" for messages
 };
 
@@ -84,7 +90,17 @@ class Proxy : private TransportEvents {
   void drainIncoming();
   void failEverything();
   void pumpControl(int peer);
-  void handlePeerFailedNotice(int from, uint32_t who);
+  // A control frame that is a notice (peer-failed or waiting); other frames are left alone.
+  void handleNotice(int from, const FrameHeader& h, const std::string& payload);
+  void handlePeerFailedNotice(int from, const FrameHeader& h, const std::string& payload);
+  void handleWaitingNotice(int from, const FrameHeader& h, const std::string& payload);
+  // The connection to peer broke: the communicator fails, naming peer and what happened.
+  void failConnection(int peer, const std::string& what);
+  // The stall bookkeeping (stall_tracker.h): how much moved with each peer waited for; this
+  // rank's waits to every peer; the failure of a wait whose deadline passed.
+  void sampleProgress(Clock::time_point now);
+  void reportWaits(Clock::time_point now);
+  void failOnTimeout(const TransportRequest* r);
   void applyInterest(int slot, uint32_t events);
   // One round of progress, blocking up to timeoutMs for events unless waitingFor is already
   // finished. Called with progressMutex_ held. True when something moved: a connection's poll()
@@ -125,6 +141,16 @@ class Proxy : private TransportEvents {
   // The connections, slots and live_ are touched only under it.
   std::mutex progressMutex_;
   bool failedHandled_ = false;
+  StallTracker stalls_;
+  // How often a waiting call looks at how much moved with each peer it waits for: the idle
+  // times a timeout reports need no finer grain.
+  static constexpr std::chrono::milliseconds kSampleEvery{10};
+  Clock::time_point nextSample_{};
+  std::vector<uint64_t> progressScratch_;  // sampleProgress(): per peer
+  Clock::duration reportLead_;             // waiting notices go out this long before a deadline
+  // The wait list the peer-failed notice carries (failEverything), set with the failure it
+  // explains: this rank's timeout, or one relayed from a peer; empty for other failures.
+  std::string failureNotice_;
   int unpolledLanes_ = 0;      // lane fds of connections that poll() does not drive (sockets)
   unsigned fdlessRounds_ = 0;  // rounds that could skip epoll (progressOnce)
   int failureListener_ = -1;  // our wake-up in health_'s listeners

@@ -4,7 +4,24 @@
 
 #include <cerrno>
 
+#include "transport/wait_notice.h"
+
 namespace mixccl {
+
+bool isControlHeader(const FrameHeader& h) {
+  if (h.magic != kFrameMagic) return false;
+  switch (h.flags) {
+    case kFrameFlagBye:
+    case kFrameFlagDoorbell:
+      return h.length == 0;
+    case kFrameFlagPeerFailed:
+      return h.length <= kWaitNoticeMaxBytes;
+    case kFrameFlagWaiting:
+      return h.length > 0 && h.length <= kWaitNoticeMaxBytes;
+    default:
+      return false;
+  }
+}
 
 void ControlChannel::flush() {
   while (!out_.empty()) {
@@ -15,27 +32,55 @@ void ControlChannel::flush() {
   }
 }
 
-void ControlChannel::send(uint32_t flags, uint32_t seq, bool droppable) {
+void ControlChannel::send(uint32_t flags, uint32_t seq, bool droppable, const std::string& payload) {
   if (!socket_.valid()) return;
   flush();
   if (!out_.empty() && droppable) return;
-  FrameHeader h{kFrameMagic, seq, 0, 0, 0, flags};
+  FrameHeader h{kFrameMagic, seq, 0, 0, (uint32_t)payload.size(), flags};
   out_.append(reinterpret_cast<const char*>(&h), sizeof(h));
+  out_.append(payload);
   flush();
 }
 
-ControlChannel::Read ControlChannel::read(FrameHeader* frame) {
+ControlChannel::Read ControlChannel::read(FrameHeader* frame, std::string* payload) {
+  if (held_) {
+    held_ = false;
+    *frame = heldFrame_;
+    payload->swap(heldPayload_);
+    heldPayload_.clear();
+    return Read::Frame;
+  }
+  if (invalid_) return Read::Invalid;  // the stream lost its framing for good
   for (;;) {
-    ssize_t k = ::recv(socket_.fd(), reinterpret_cast<char*>(&in_) + inDone_,
-                       sizeof(FrameHeader) - inDone_, MSG_DONTWAIT);
-    if (k < 0 && errno == EINTR) continue;
-    if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Read::Empty;
-    if (k < 0) return Read::Failed;
-    if (k == 0) return Read::Ended;
-    inDone_ += (size_t)k;
-    if (inDone_ < sizeof(FrameHeader)) continue;
+    const bool inHeader = inDone_ < sizeof(FrameHeader);
+    char* at = inHeader ? reinterpret_cast<char*>(&in_) + inDone_ : &inPayload_[payloadDone_];
+    size_t want = inHeader ? sizeof(FrameHeader) - inDone_ : inPayload_.size() - payloadDone_;
+    if (want > 0) {
+      ssize_t k = ::recv(socket_.fd(), at, want, MSG_DONTWAIT);
+      if (k < 0 && errno == EINTR) continue;
+      if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Read::Empty;
+      if (k < 0) return Read::Failed;
+      if (k == 0) return Read::Ended;
+      if (!inHeader) {
+        payloadDone_ += (size_t)k;
+      } else if ((inDone_ += (size_t)k) == sizeof(FrameHeader)) {
+        // The length is checked before a byte of payload is read: a peer cannot make this
+        // rank hold more than one wait list.
+        if (!isControlHeader(in_)) {
+          invalid_ = true;
+          return Read::Invalid;
+        }
+        inPayload_.assign(in_.length, '\0');
+        payloadDone_ = 0;
+      }
+      continue;
+    }
+    if (inHeader || payloadDone_ < inPayload_.size()) continue;
     inDone_ = 0;
     *frame = in_;
+    payload->swap(inPayload_);
+    inPayload_.clear();
+    payloadDone_ = 0;
     return Read::Frame;
   }
 }

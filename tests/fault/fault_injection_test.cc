@@ -343,7 +343,7 @@ TEST_F(FaultTest, ClosedConnectionFailsEveryRankPromptly) {
 }
 
 // A peer that is alive but stops (SIGSTOP) makes the others fail with mixcclTimeout within the
-// communicator's timeout (or mixcclRemoteError when another survivor gave up first).
+// communicator's timeout (or mixcclRemoteError when another survivor gave up first), naming it.
 TEST_F(FaultTest, StalledPeerTimesOutWithinTheBound) {
   const int n = 3, victim = 2, timeoutS = 2;
   const size_t count = 1 << 18;
@@ -366,6 +366,13 @@ TEST_F(FaultTest, StalledPeerTimesOutWithinTheBound) {
   EXPECT_GE(timeouts, 1) << "someone must see the stall as a timeout";
   // Measured from SIGSTOP: the pending call had started at most one iteration earlier.
   for (int r : {0, 1}) expectSurvivor(job, r, "stalled peer (SIGSTOP)", timeoutS + 1.5, "rank");
+  // Every survivor names the stopped rank as the one it, or the survivor that told it, waited
+  // for; none says a survivor failed (stall_blame_test.cc asserts the messages' exact shapes).
+  for (int r : {0, 1}) {
+    const std::string msg = job.report(r).message;
+    EXPECT_NE(msg.find("waiting for " + named(victim)), std::string::npos) << msg;
+    EXPECT_EQ(msg.find(" failed"), std::string::npos) << msg;
+  }
 }
 
 // mixcclCommAbort from another thread ends a blocked large AllReduce within a second; the peer

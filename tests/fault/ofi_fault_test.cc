@@ -234,6 +234,17 @@ TEST_F(OfiFault, StoppedBetweenCallsIsATimeoutAtTheBound) {
   EXPECT_EQ(job.report(0).code, mixcclTimeout);
   expectSurvivor(job, 0, "ofi: stopped between calls (SIGSTOP)", timeoutS + 1.0);
   EXPECT_GT(job.report(0).failedAt - stoppedAt, timeoutS - 0.5) << "failed before the bound";
+  // The call began after the stop: nothing came from rank 1 for the whole timeout.
+  const std::string msg = job.report(0).message;
+  const std::string head = "rank 0: timed out waiting for " + named(victim) + " pid " +
+                           std::to_string(job.pid(victim)) + ") (no data from it for ";
+  const std::string tail = " s) (MIXCCL_TIMEOUT_S)";
+  ASSERT_GT(msg.size(), head.size() + tail.size()) << msg;
+  EXPECT_EQ(msg.substr(0, head.size()), head) << msg;
+  EXPECT_EQ(msg.substr(msg.size() - tail.size()), tail) << msg;
+  const double idle = atof(msg.substr(head.size(), msg.size() - head.size() - tail.size()).c_str());
+  EXPECT_GE(idle, timeoutS - 0.5) << msg;
+  EXPECT_LE(idle, timeoutS + 0.5) << msg;
 }
 
 TEST_F(OfiFault, KillNineMidAllReduceIsARemoteErrorNamingThePeer) {
@@ -287,6 +298,13 @@ TEST_F(OfiFault, StalledPeerTimesOutAtTheBound) {
     expectSurvivor(job, r, "ofi: stalled peer (SIGSTOP)", timeoutS + 1.5);
   }
   EXPECT_GE(timeouts, 1) << "someone must see the stall as a timeout";
+  // Every survivor names the stopped rank as the one it, or the survivor that told it, waited
+  // for; none says a survivor failed (stall_blame_test.cc asserts the messages' exact shapes).
+  for (int r : {0, 1}) {
+    const std::string msg = job.report(r).message;
+    EXPECT_NE(msg.find("waiting for " + named(victim)), std::string::npos) << msg;
+    EXPECT_EQ(msg.find(" failed"), std::string::npos) << msg;
+  }
 }
 
 TEST_F(OfiFault, AbortFromAnotherThreadEndsABlockedAllReduce) {

@@ -163,7 +163,8 @@ TEST(UcxFault, KillNineMidAllReduceOverSharedMemoryNamesThePeerWithinASecond) {
 }
 
 // A peer that stops (SIGSTOP) makes the others fail with mixcclTimeout at the bound (or
-// mixcclRemoteError when another survivor gave up first), not earlier and not much later.
+// mixcclRemoteError when another survivor gave up first), not earlier and not much later,
+// naming it.
 TEST(UcxFault, StalledPeerTimesOutAtTheBound) {
   UcxTls env("tcp");
   const int n = 3, victim = 2, timeoutS = 2;
@@ -183,6 +184,13 @@ TEST(UcxFault, StalledPeerTimesOutAtTheBound) {
     expectCleanSurvivor(job, r, "SIGSTOP over ucx", timeoutS + 1.5);
   }
   EXPECT_GE(timeouts, 1) << "someone must see the stall as a timeout";
+  // Every survivor names the stopped rank as the one it, or the survivor that told it, waited
+  // for; none says a survivor failed (stall_blame_test.cc asserts the messages' exact shapes).
+  for (int r : {0, 1}) {
+    const std::string msg = job.report(r).message;
+    EXPECT_NE(msg.find("waiting for " + named(victim)), std::string::npos) << msg;
+    EXPECT_EQ(msg.find(" failed"), std::string::npos) << msg;
+  }
 }
 
 // mixcclCommAbort from another thread ends a blocked large AllReduce over ucx within a

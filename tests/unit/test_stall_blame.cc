@@ -1,13 +1,17 @@
-// Whom a timeout is blamed on (proxy/stall_tracker.h) and the wait lists the control
-// connection carries for it (transport/wait_notice.h): the blame follows the waits through the
-// peers that reported theirs to the one that did not; every field of a wait list is checked.
+// Whom a timeout is blamed on (proxy/stall_tracker.h), the wait lists the control connection
+// carries for it (transport/wait_notice.h) and their framing (transport/control_channel.h):
+// the blame follows the waits through the peers that reported theirs to the one that did not;
+// every field of a wait list is checked; a payload is read whole, after its header is checked.
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <string>
 #include <vector>
 
 #include "proxy/stall_tracker.h"
+#include "transport/control_channel.h"
 #include "transport/frame.h"
 #include "transport/wait_notice.h"
 
@@ -197,6 +201,91 @@ TEST(StallTracker, DescribesARelayedTimeoutInBothShapes) {
             "(no data from it for 1.0 s)");
   EXPECT_EQ(describeTimeout(1, {{1, 2, 2000}}, n, true),
             "timed out waiting for rank 2 (h pid 102) (no data from it for 2.0 s)");
+}
+
+// --- control frames with a payload ------------------------------------------------------------
+
+struct Pair {
+  Pair() {
+    int sv[2];
+    EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    channel = ControlChannel(1, Socket(sv[0]));
+    peer = sv[1];
+  }
+  ~Pair() { close(peer); }
+  void write(const void* p, size_t n) { EXPECT_EQ(::write(peer, p, n), (ssize_t)n); }
+  void header(uint32_t flags, uint32_t seq, uint32_t length) {
+    FrameHeader h{kFrameMagic, seq, 0, 0, length, flags};
+    write(&h, sizeof(h));
+  }
+  ControlChannel channel;
+  int peer = -1;
+};
+
+TEST(ControlChannelFrames, ReadsAPayloadThatArrivesInPieces) {
+  Pair p;
+  WaitNotice n;
+  n.edges = {{0, 2, 500}};
+  const std::string bytes = encodeWaitNotice(n);
+  FrameHeader h;
+  std::string payload;
+  p.header(kFrameFlagWaiting, 0, (uint32_t)bytes.size());
+  p.write(bytes.data(), 5);
+  EXPECT_EQ(p.channel.read(&h, &payload), ControlChannel::Read::Empty);
+  p.write(bytes.data() + 5, bytes.size() - 5);
+  p.header(kFrameFlagDoorbell, 0, 0);
+  ASSERT_EQ(p.channel.read(&h, &payload), ControlChannel::Read::Frame);
+  EXPECT_EQ(h.flags, kFrameFlagWaiting);
+  EXPECT_EQ(payload, bytes);
+  ASSERT_EQ(p.channel.read(&h, &payload), ControlChannel::Read::Frame);
+  EXPECT_EQ(h.flags, kFrameFlagDoorbell);
+  EXPECT_TRUE(payload.empty());
+  // A frame put back is read again, before anything else.
+  p.channel.putBack(h, "");
+  p.header(kFrameFlagBye, 0, 0);
+  ASSERT_EQ(p.channel.read(&h, &payload), ControlChannel::Read::Frame);
+  EXPECT_EQ(h.flags, kFrameFlagDoorbell);
+  ASSERT_EQ(p.channel.read(&h, &payload), ControlChannel::Read::Frame);
+  EXPECT_EQ(h.flags, kFrameFlagBye);
+  EXPECT_EQ(p.channel.read(&h, &payload), ControlChannel::Read::Empty);
+}
+
+TEST(ControlChannelFrames, SendWritesHeaderAndPayload) {
+  Pair p;
+  p.channel.send(kFrameFlagWaiting, 0, false, "0123456789ab0123456789ab");
+  FrameHeader h;
+  char buf[64];
+  ASSERT_EQ(::read(p.peer, &h, sizeof(h)), (ssize_t)sizeof(h));
+  EXPECT_TRUE(isControlHeader(h));
+  EXPECT_EQ(h.length, 24u);
+  EXPECT_EQ(::read(p.peer, buf, sizeof(buf)), 24);
+}
+
+TEST(ControlChannelFrames, RefusesHeadersNoControlFrameHasForGood) {
+  struct Bad {
+    uint32_t magic, flags, length;
+  } cases[] = {
+      {0x12345678, kFrameFlagBye, 0},                                 // not a frame
+      {kFrameMagic, 0, 0},                                            // data, not control
+      {kFrameMagic, kFrameFlagBye | kFrameFlagDoorbell, 0},           // two flags
+      {kFrameMagic, kFrameFlagCma, 0},                                // a ring's flag
+      {kFrameMagic, kFrameFlagDoorbell, 4},                           // a doorbell with payload
+      {kFrameMagic, kFrameFlagWaiting, 0},                            // a wait list without one
+      {kFrameMagic, kFrameFlagPeerFailed, (uint32_t)kWaitNoticeMaxBytes + 1},  // too long
+      {kFrameMagic, kFrameFlagWaiting, 1u << 31},                     // far too long
+  };
+  for (const Bad& c : cases) {
+    SCOPED_TRACE("magic " + std::to_string(c.magic) + " flags " + std::to_string(c.flags) +
+                 " length " + std::to_string(c.length));
+    Pair p;
+    FrameHeader h{c.magic, 0, 0, 0, c.length, c.flags};
+    EXPECT_FALSE(isControlHeader(h));
+    p.write(&h, sizeof(h));
+    p.header(kFrameFlagDoorbell, 0, 0);  // a good frame after a bad one is not read
+    std::string payload;
+    EXPECT_EQ(p.channel.read(&h, &payload), ControlChannel::Read::Invalid);
+    EXPECT_EQ(p.channel.read(&h, &payload), ControlChannel::Read::Invalid);
+  }
 }
 
 }  // namespace

@@ -1,0 +1,111 @@
+// The proxy's notices to and from its peers about failures and waits (frame.h,
+// wait_notice.h): the peer-failed notice a failing rank sends, and how a rank that hears one
+// reports it; the waiting notices that let a rank whose wait runs out blame the rank that
+// stopped rather than one that waits for it (stall_tracker.h, docs/reliability.md "Naming the
+// cause").
+#include <algorithm>
+#include <chrono>
+
+#include "proxy/proxy.h"
+#include "transport/wait_notice.h"
+
+namespace mixccl {
+
+// Waiting notices go out a quarter of the timeout before the deadline (0.1-2 s): long enough
+// for the peers a notice names to answer with theirs, and for their peers, before any of the
+// ranks that wait reaches its deadline; short enough that a wait that merely takes long
+// rarely sends one.
+Clock::duration waitingNoticeLead(double timeoutS) {
+  double s = std::min(2.0, std::max(0.1, timeoutS / 4));
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
+
+void Proxy::handleNotice(int from, const FrameHeader& h, const std::string& payload) {
+  if (h.flags == kFrameFlagPeerFailed) handlePeerFailedNotice(from, h, payload);
+  if (h.flags == kFrameFlagWaiting) handleWaitingNotice(from, h, payload);
+}
+
+void Proxy::handlePeerFailedNotice(int from, const FrameHeader& h, const std::string& payload) {
+  const std::string& sender = params_.peerNames[from];
+  if (!payload.empty()) {
+    // A timeout elsewhere: say whom it was blamed on, and pass the same list on.
+    WaitNotice n;
+    std::string why;
+    if (!decodeWaitNotice(h.flags, h.seq, from, params_.nranks, payload, &n, &why)) {
+      health_.fail(mixcclRemoteError, me() + ": " + sender + " sent an invalid peer-failed " +
+                                          "notice on its control connection (" + why + ")");
+      return;
+    }
+    if (health_.fail(mixcclRemoteError,
+                     me() + ": " + describeTimeout(n.timedOut, n.edges, params_.peerNames, false) +
+                         " (reported by " + sender + ")",
+                     n.edges[0].peer))
+      failureNotice_ = payload;
+    return;
+  }
+  const uint32_t who = h.seq;
+  bool named = who < (uint32_t)params_.nranks && (int)who != params_.rank;
+  std::string culprit = named ? params_.peerNames[who] : sender;
+  health_.fail(mixcclRemoteError, me() + ": " + culprit + " failed (reported by " + sender + ")",
+               who < (uint32_t)params_.nranks ? (int)who : from);
+}
+
+void Proxy::handleWaitingNotice(int from, const FrameHeader& h, const std::string& payload) {
+  WaitNotice n;
+  std::string why;
+  if (!decodeWaitNotice(h.flags, h.seq, from, params_.nranks, payload, &n, &why)) {
+    health_.fail(mixcclRemoteError, me() + ": " + params_.peerNames[from] + " sent an invalid " +
+                                        "waiting notice on its control connection (" + why + ")");
+    return;
+  }
+  const auto now = Clock::now();
+  stalls_.heard(from, n.edges, now);
+  // The peer waits for this rank. If this rank waits too, it says for whom now rather than
+  // near its own deadline: the peer may reach its deadline first, and must then be able to
+  // follow the waits past this rank to the one that stopped.
+  for (const WaitEdge& e : n.edges)
+    if (e.peer == params_.rank && stalls_.waiting()) {
+      sampleProgress(now);
+      reportWaits(now);
+      return;
+    }
+}
+
+void Proxy::sampleProgress(Clock::time_point now) {
+  nextSample_ = now + kSampleEvery;
+  progressScratch_.assign(params_.nranks, 0);
+  for (const TransportRequest* r : live_)
+    if (r->peer >= 0 && r->peer < params_.nranks) progressScratch_[r->peer] += r->done;
+  for (int p = 0; p < params_.nranks; ++p)
+    if (stalls_.waitingFor(p))
+      stalls_.sample(p, progressScratch_[p] + (conns_[p] ? conns_[p]->bytesMoved() : 0), now);
+}
+
+void Proxy::reportWaits(Clock::time_point now) {
+  if (!stalls_.mayReport(now, reportLead_ / 2)) return;
+  WaitNotice n;
+  n.edges = stalls_.waits(now);
+  if (n.edges.empty()) return;
+  const std::string payload = encodeWaitNotice(n);
+  for (ControlChannel& c : control_)
+    if (c.valid()) c.send(kFrameFlagWaiting, 0, false, payload);
+  stalls_.reported(now);
+}
+
+void Proxy::failOnTimeout(const TransportRequest* r) {
+  const auto now = Clock::now();
+  sampleProgress(now);
+  WaitNotice n;
+  n.timedOut = params_.rank;
+  n.edges = stalls_.blame(now, 2 * reportLead_);
+  // r itself is always among the waits once drained; a request not drained yet still names
+  // the peer it was posted to.
+  if (n.edges.empty()) n.edges.push_back(WaitEdge{params_.rank, r->peer, 0});
+  if (health_.fail(mixcclTimeout,
+                   me() + ": " + describeTimeout(params_.rank, n.edges, params_.peerNames, true) +
+                       " (MIXCCL_TIMEOUT_S)",
+                   n.edges[0].peer))
+    failureNotice_ = encodeWaitNotice(n);
+}
+
+}  // namespace mixccl
