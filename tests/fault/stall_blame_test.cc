@@ -13,6 +13,7 @@
 // rank, so the counts can be compared across builds.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <regex>
 #include <string>
@@ -133,6 +134,7 @@ void checkSurvivors(Job& job, const char* net, int victim, const std::vector<int
   const std::string victimName = "rank " + std::to_string(victim) + " (" + fault::hostName() +
                                  " pid " + std::to_string(job.pid(victim)) + ")";
   int namedHere = 0, blamedHere = 0, timeouts = 0;
+  double first = 1e9, last = 0;
   for (int r : others) {
     const RankReport& rep = job.report(r);
     const std::string msg = rep.message;
@@ -141,6 +143,8 @@ void checkSurvivors(Job& job, const char* net, int victim, const std::vector<int
     EXPECT_EQ(job.exitCode(r), 0);
     const double latency = rep.failedAt - job.shared()->injectedAt;  // from the stop
     EXPECT_LT(latency, timeoutFor(net) + 1.0) << "later than the bound";
+    first = std::min(first, latency);
+    last = std::max(last, latency);
     EXPECT_NE(rep.laterCode, mixcclSuccess) << "calls after a failure must fail";
     EXPECT_EQ(rep.threadsAfterDestroy, 1) << "threads left after mixcclCommDestroy";
     timeouts += rep.code == mixcclTimeout;
@@ -174,7 +178,8 @@ void checkSurvivors(Job& job, const char* net, int victim, const std::vector<int
   EXPECT_EQ(namedHere, (int)others.size()) << "every survivor must name " << victimName;
   EXPECT_EQ(blamedHere, 0) << "no survivor may blame a healthy rank";
   fprintf(stderr, "[stall %s, victim %d] survivors naming the stopped rank: %d/%zu, blaming a "
-          "healthy rank: %d\n", net, victim, namedHere, others.size(), blamedHere);
+          "healthy rank: %d; failed %.3f-%.3f s after the stop\n", net, victim, namedHere,
+          others.size(), blamedHere, first, last);
   *named += namedHere;
   *blamedHealthy += blamedHere;
   *survivors += (int)others.size();
