@@ -8,6 +8,7 @@
 #include <string>
 #include <thread>
 
+#include "bootstrap/auth_connect.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "transport/same_host_tuning.h"
@@ -137,8 +138,7 @@ Result connectToLowerRanks(const MeshParams& p, const std::vector<PeerInfo>& pee
     const int nsocks = meshConnectionsTo(p, peers, peer);
     for (int i = 0; i < nsocks; ++i) {
       Socket conn;
-      MIXCCL_CHECK(connectBefore(addr, deadline, &conn));
-      MIXCCL_CHECK(authenticateClient(conn, p.secret, deadline, what.c_str()));
+      MIXCCL_CHECK(connectAuthenticated(addr, p.secret, deadline, what.c_str(), &conn));
       ConnHello hello{kConnMagic, p.rank, p.commHash, i, nsocks};
       MIXCCL_CHECK(sendAllBefore(conn, &hello, sizeof(hello), deadline, what.c_str()));
       (*conns)[peer][i] = std::move(conn);
