@@ -35,19 +35,14 @@ std::string hostOf(const PeerInfo& p) {
          std::to_string(p.pid);
 }
 
-// Whether p describes a rank of this very process (the one that hosts the root).
-bool inThisProcess(const PeerInfo& p) {
-  PeerInfo me{};
-  fillLocalHostInfo(&me);
-  return p.pid == me.pid && p.hostHash == me.hostHash;
-}
-
 class RendezvousRoot {
  public:
   RendezvousRoot(Socket listener, const Secret& secret, SocketAddress addr)
       : listener_(std::move(listener)), addr_(addr),
         name_("rendezvous root " + addr.toString()),
-        server_(listener_, secret, sizeof(RankHello), name_) {}
+        server_(listener_, secret, sizeof(RankHello), name_) {
+    fillLocalHostInfo(&self_);
+  }
 
   // One thread serves every connection (handshake_server.h): fork-guarded, it is busy only
   // between its waits (fork_guard.h).
@@ -71,7 +66,8 @@ class RendezvousRoot {
     tellEveryone();
     // After a failure, ranks that arrive late are told why at once instead of timing out.
     if (failure_ != mixcclTimeout)
-      while (!deadline.expired()) serveOnce(deadline);
+      while (!deadline.expired() && serveOnce(deadline) == mixcclSuccess) {
+      }
     listener_.close();
     server_.cutPending();
     publishCounts();
@@ -79,8 +75,8 @@ class RendezvousRoot {
 
  private:
   // One round: wait for anything, take in the ranks that completed their handshake, notice
-  // admitted ranks that left.
-  void serveOnce(const Deadline& deadline) {
+  // admitted ranks that left. Fails only if the listener failed for good.
+  Result serveOnce(const Deadline& deadline) {
     std::vector<pollfd> fds;  // admitted ranks send nothing more: readable means they left
     std::vector<int> rankOfFd;
     for (size_t r = 0; r < conns_.size(); ++r)
@@ -95,6 +91,12 @@ class RendezvousRoot {
     for (HandshakeServer::Arrival& a : arrivals) offer(a);
     for (size_t i = 0; i < fds.size() && failure_ == mixcclSuccess; ++i)
       if (fds[i].revents) checkLeft(rankOfFd[i]);
+    return r;
+  }
+
+  // Whether p describes a rank of this very process (the one that hosts the root).
+  bool inThisProcess(const PeerInfo& p) const {
+    return p.pid == self_.pid && p.hostHash == self_.hostHash;
   }
 
   // An authenticated connection's hello: it joins the table, or is refused; a rank that
@@ -228,6 +230,7 @@ class RendezvousRoot {
 
   Socket listener_;
   SocketAddress addr_;
+  PeerInfo self_{};  // this process, as its ranks describe themselves
   std::string name_;
   HandshakeServer server_;
   HandshakeServer::Counts published_;
