@@ -167,40 +167,38 @@ class RendezvousRoot {
     }
   }
 
-  // The failure goes to every rank involved before it is logged here, and to a rank of this
-  // process last: once told, that rank's init returns and its process may end, taking this
-  // thread with it before the others know why.
+  // The admitted ranks in the order to answer them: ranks of this process last. Once answered,
+  // such a rank's init returns and its process may end, taking this thread with it before the
+  // others have their answer.
+  std::vector<size_t> answerOrder() const {
+    std::vector<size_t> order;
+    for (int mine = 0; mine < 2; ++mine)
+      for (size_t r = 0; r < conns_.size(); ++r)
+        if (conns_[r].valid() && inThisProcess(table_.table()[r]) == (mine == 1))
+          order.push_back(r);
+    return order;
+  }
+
+  // The failure goes to every rank involved (the offender too, in its place in that order)
+  // before it is logged here.
   void tellEveryone() {
     std::vector<const Socket*> order;
-    const Socket* mine = nullptr;
-    for (size_t r = 0; r < conns_.size(); ++r) {
-      if (!conns_[r].valid()) continue;
-      if (inThisProcess(table_.table()[r])) mine = &conns_[r];
-      else order.push_back(&conns_[r]);
-    }
-    if (offender_.valid()) {
-      if (offenderInThisProcess_) mine = &offender_;
-      else order.push_back(&offender_);
-    }
-    if (mine) order.push_back(mine);
+    for (size_t r : answerOrder()) order.push_back(&conns_[r]);
+    if (offender_.valid())
+      order.insert(offenderInThisProcess_ ? order.end() : order.begin(), &offender_);
     for (const Socket* s : order) reject(*s, failure_, failureMessage_);
     raiseError(failure_, "%s", failureMessage_.c_str());
     conns_.clear();
     offender_.close();
   }
 
-  // Every rank gets the reply and the table, a rank of this process last (as above).
+  // Every rank gets the reply and the table.
   void sendTable() {
     const std::vector<PeerInfo>& table = table_.table();
     RootReply reply{};
     reply.nranks = (int32_t)table.size();
-    std::vector<size_t> order;
-    for (size_t r = 0; r < conns_.size(); ++r)
-      if (!inThisProcess(table[r])) order.push_back(r);
-    for (size_t r = 0; r < conns_.size(); ++r)
-      if (inThisProcess(table[r])) order.push_back(r);
     const Deadline d = Deadline::afterSeconds(kReplySeconds);
-    for (size_t r : order) {
+    for (size_t r : answerOrder()) {
       std::string what = "rank " + std::to_string(r);
       if (sendAllBefore(conns_[r], &reply, sizeof(reply), d, what.c_str()) != mixcclSuccess ||
           sendAllBefore(conns_[r], table.data(), table.size() * sizeof(PeerInfo), d,
