@@ -73,33 +73,6 @@ Result listenOn(const SocketAddress& addr, Socket* listener, SocketAddress* boun
   return mixcclSuccess;
 }
 
-Result acceptBefore(const Socket& listener, const Deadline& deadline, Socket* conn,
-                    SocketAddress* peer) {
-  for (;;) {
-    pollfd p{listener.fd(), POLLIN, 0};
-    int rc;
-    {
-      ForkGuardPause waiting;
-      rc = poll(&p, 1, deadline.remainingMs(100));
-    }
-    if (rc < 0 && errno != EINTR)
-      return raiseError(mixcclSystemError, "poll on listener: %s", strerror(errno));
-    if (rc > 0) {
-      peer->length = sizeof(peer->storage);
-      int fd = ::accept4(listener.fd(), peer->sa(), &peer->length, SOCK_CLOEXEC);
-      if (fd >= 0) {
-        *conn = Socket(fd);
-        setTcpOptions(fd);
-        return mixcclSuccess;
-      }
-      if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
-        return raiseError(mixcclSystemError, "accept: %s", strerror(errno));
-    }
-    if (cancelled()) return cancelError("a connection");
-    if (deadline.expired()) return mixcclTimeout;  // callers say what they waited for
-  }
-}
-
 namespace {
 
 // A connection request nobody answers within this long is sent again on a new socket, and the

@@ -38,9 +38,6 @@ class Socket {
 
 // Listens on addr (port 0 picks a free port); *bound receives the actual address.
 Result listenOn(const SocketAddress& addr, Socket* listener, SocketAddress* bound);
-// Accepts one connection before the deadline; *peer receives the remote address.
-Result acceptBefore(const Socket& listener, const Deadline& deadline, Socket* conn,
-                    SocketAddress* peer);
 // Connects, retrying refused/unreachable attempts until the deadline (the other side may not
 // be listening yet). An attempt that gets no answer within a short bound is abandoned for a new
 // one: a listener whose backlog is full (strangers flooding it) drops the connection request,
