@@ -419,7 +419,9 @@ TEST(Flood, IdleAndJunkConnectionsAtTheRootAndARankListenerDoNotDelayInit) {
 
 // A TCP relay in front of a listener: it closes the first `drop` connections before a byte is
 // exchanged (every other one with a reset instead of an orderly close), then forwards the
-// others both ways. Stands for a root or a listener that evicted the connection.
+// others both ways. Stands for a root or a listener that evicted the connection. It listens at
+// once and serves from start() on: a test that forks starts it after the fork (a child forked
+// while the relay's thread holds the allocator's lock would hang on it).
 class ClosingRelay {
  public:
   ClosingRelay(const SocketAddress& target, int drop) : target_(target), drop_(drop) {
@@ -427,6 +429,8 @@ class ClosingRelay {
     if (any.family() == AF_INET) reinterpret_cast<sockaddr_in*>(any.sa())->sin_port = 0;
     else reinterpret_cast<sockaddr_in6*>(any.sa())->sin6_port = 0;
     ok_ = listenOn(any, &listener_, &bound_) == mixcclSuccess;
+  }
+  void start() {
     if (ok_) thread_ = std::thread([this] { loop(); });
   }
   ~ClosingRelay() {
@@ -524,6 +528,7 @@ TEST(Flood, ARankWhoseRendezvousConnectionIsClosedBeforeItsHandshakeRetries) {
       return 4;
     return mixcclCommDestroy(comm) == mixcclSuccess ? 0 : 5;
   });
+  relay.start();
   ASSERT_TRUE(job.waitExit());
   for (int r = 0; r < n; ++r) {
     fprintf(stderr, "rank %d: init took %.3f s through the relay\n", r, job.report(r).laterSeconds);
@@ -556,6 +561,7 @@ TEST(Flood, ARankWhoseMeshConnectionIsClosedBeforeItsHandshakeRetries) {
   ASSERT_EQ(fromWire(peers[0].listenAddr, &rank0), mixcclSuccess);
   ClosingRelay relay(rank0, 2);
   ASSERT_TRUE(relay.ok());
+  relay.start();
   std::vector<PeerInfo> seenByRank1 = peers;
   seenByRank1[0].listenAddr = toWire(relay.address());
   Deadline deadline = Deadline::afterSeconds(10);
