@@ -24,7 +24,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
-#include <set>
+#include <map>
 #include <thread>
 #include <vector>
 
@@ -195,9 +195,9 @@ int attacker(FloodShared* fs, int idle) {
   return e.empty() ? 0 : 1;
 }
 
-// Inodes of this process's listening TCP sockets.
-std::set<ino_t> listeningSockets() {
-  std::set<ino_t> out;
+// This process's listening TCP sockets: inode -> address.
+std::map<ino_t, Address> listeningSockets() {
+  std::map<ino_t, Address> out;
   DIR* d = opendir("/proc/self/fd");
   if (!d) return out;
   while (dirent* e = readdir(d)) {
@@ -206,35 +206,26 @@ std::set<ino_t> listeningSockets() {
     if (e->d_name[0] == '.' || fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
     int listening = 0;
     socklen_t len = sizeof(listening);
-    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 && listening)
-      out.insert(st.st_ino);
+    Address a;
+    a.length = sizeof(a.storage);
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || !listening ||
+        getsockname(fd, reinterpret_cast<sockaddr*>(&a.storage), &a.length) != 0 ||
+        (a.storage.ss_family != AF_INET && a.storage.ss_family != AF_INET6))
+      continue;
+    out[st.st_ino] = a;
   }
   closedir(d);
   return out;
 }
 
 // The address of a listening socket of this process not in `before` (the transport's).
-bool newListener(const std::set<ino_t>& before, Address* a) {
-  DIR* d = opendir("/proc/self/fd");
-  if (!d) return false;
-  bool found = false;
-  while (dirent* e = readdir(d)) {
-    int fd = atoi(e->d_name);
-    struct stat st;
-    if (e->d_name[0] == '.' || fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode) ||
-        before.count(st.st_ino))
-      continue;
-    int listening = 0;
-    socklen_t len = sizeof(listening);
-    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || !listening) continue;
-    a->length = sizeof(a->storage);
-    if (getsockname(fd, reinterpret_cast<sockaddr*>(&a->storage), &a->length) != 0) continue;
-    if (a->storage.ss_family != AF_INET && a->storage.ss_family != AF_INET6) continue;
-    found = true;
-    break;
-  }
-  closedir(d);
-  return found;
+bool newListener(const std::map<ino_t, Address>& before, Address* a) {
+  for (const auto& l : listeningSockets())
+    if (!before.count(l.first)) {
+      *a = l.second;
+      return true;
+    }
+  return false;
 }
 
 // A rank: rank 0 publishes its transport listener as soon as it exists (a spy thread finds it)
@@ -243,7 +234,7 @@ bool newListener(const std::set<ino_t>& before, Address* a) {
 int floodRank(FloodShared* fs, const mixcclUniqueId& id, int rank, int nranks) {
   std::thread spy;
   if (rank == 0) {
-    std::set<ino_t> before = listeningSockets();
+    std::map<ino_t, Address> before = listeningSockets();
     fs->rank0.start();
     spy = std::thread([fs, before] {
       double end = now() + 30;
