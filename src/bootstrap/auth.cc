@@ -77,12 +77,26 @@ Result randomBytes(void* buf, size_t n) {
 }
 
 Result authenticateClient(const Socket& s, const Secret& secret, const Deadline& deadline,
-                          const char* what) {
+                          const char* what, bool* closedEarly) {
   ClientHello hello{kHelloMagic, kProtocolVersion, {}};
   MIXCCL_CHECK(randomBytes(hello.nonce, kNonceBytes));
-  MIXCCL_CHECK(sendAllBefore(s, &hello, sizeof(hello), deadline, what));
   ServerChallenge ch;
-  MIXCCL_CHECK(recvAllBefore(s, &ch, sizeof(ch), deadline, what));
+  std::string why;
+  bool sending = true;
+  Result r = sendAllQuietly(s, &hello, sizeof(hello), deadline, &why);
+  if (r == mixcclSuccess) {
+    sending = false;
+    r = recvAllQuietly(s, &ch, sizeof(ch), deadline, &why);
+  }
+  if (r != mixcclSuccess) {
+    // Nothing came from the server yet: it closed (or reset) the connection before the
+    // handshake, as one flooded by strangers does to the idlest connections.
+    if (r == mixcclRemoteError && closedEarly) {
+      *closedEarly = true;
+      return r;
+    }
+    return raiseTransferError(r, why, what, sending);
+  }
   if (ch.magic != kHelloMagic || ch.version != kProtocolVersion)
     return raiseError(mixcclRemoteError, "%s does not speak mixccl protocol %u", what,
                       kProtocolVersion);
@@ -103,36 +117,65 @@ Result authenticateClient(const Socket& s, const Secret& secret, const Deadline&
   return sendAllBefore(s, &proof, sizeof(proof), deadline, what);
 }
 
-Result authenticateServer(const Socket& s, const Secret& secret, const Deadline& deadline,
-                          const char* what) {
+Result serverChallenge(const Secret& secret, const uint8_t* helloBytes, ServerAuthState* state,
+                       uint8_t* challenge, std::string* why) {
   ClientHello hello;
-  std::string why;
-  Result r = recvAllQuietly(s, &hello, sizeof(hello), deadline, &why);
-  if (r != mixcclSuccess)
-    return raiseError(r, "refused %s: it %s before its handshake", what,
-                      r == mixcclRemoteError ? why.c_str() : "sent nothing");
-  if (hello.magic != kHelloMagic || hello.version != kProtocolVersion)
-    return raiseError(mixcclRemoteError, "refused %s: not a mixccl peer", what);
+  memcpy(&hello, helloBytes, sizeof(hello));
+  if (hello.magic != kHelloMagic || hello.version != kProtocolVersion) {
+    *why = "not a mixccl peer";
+    return mixcclRemoteError;
+  }
   ServerChallenge ch{kHelloMagic, kProtocolVersion, {}, {}};
   MIXCCL_CHECK(randomBytes(ch.nonce, kNonceBytes));
   MIXCCL_CHECK(computeMac(secret, "server", hello.nonce, ch.nonce, ch.mac));
-  MIXCCL_CHECK(sendAllBefore(s, &ch, sizeof(ch), deadline, what));
-  ClientProof proof;
-  r = recvAllQuietly(s, &proof, sizeof(proof), deadline, &why);
+  memcpy(state->clientNonce, hello.nonce, kNonceBytes);
+  memcpy(state->serverNonce, ch.nonce, kNonceBytes);
+  memcpy(challenge, &ch, sizeof(ch));
+  return mixcclSuccess;
+}
+
+Result serverCheckProof(const Secret& secret, const ServerAuthState& state, const uint8_t* proof,
+                        std::string* why) {
+  if (memcmp(proof, kWrongSecretVerdict, kMacBytes) == 0) {
+    *why = std::string("authentication failed (wrong secret): the peer holds a different "
+                       "secret (it found this side's proof wrong); ") + kSameSecret;
+    return mixcclRemoteError;
+  }
+  uint8_t expected[kMacBytes];
+  MIXCCL_CHECK(computeMac(secret, "client", state.clientNonce, state.serverNonce, expected));
+  if (CRYPTO_memcmp(expected, proof, kMacBytes) != 0) {
+    *why = "authentication failed (wrong secret): its proof does not match this side's secret";
+    return mixcclRemoteError;
+  }
+  return mixcclSuccess;
+}
+
+Result authenticateServer(const Socket& s, const Secret& secret, const Deadline& deadline,
+                          const char* what) {
+  uint8_t hello[kClientHelloBytes];
+  std::string why;
+  Result r = recvAllQuietly(s, hello, sizeof(hello), deadline, &why);
+  if (r != mixcclSuccess)
+    return raiseError(r, "refused %s: it %s before its handshake", what,
+                      r == mixcclRemoteError ? why.c_str() : "sent nothing");
+  ServerAuthState state;
+  uint8_t challenge[kServerChallengeBytes];
+  r = serverChallenge(secret, hello, &state, challenge, &why);
+  if (r == mixcclRemoteError) return raiseError(r, "refused %s: %s", what, why.c_str());
+  MIXCCL_CHECK(r);
+  MIXCCL_CHECK(sendAllBefore(s, challenge, sizeof(challenge), deadline, what));
+  uint8_t proof[kClientProofBytes];
+  r = recvAllQuietly(s, proof, sizeof(proof), deadline, &why);
   if (r != mixcclSuccess)
     return raiseError(r, "refused %s: it %s instead of proving it holds the secret", what,
                       r == mixcclRemoteError ? why.c_str() : "sent nothing");
-  if (memcmp(proof.mac, kWrongSecretVerdict, kMacBytes) == 0)
-    return raiseError(mixcclRemoteError,
-                      "refused %s: authentication failed (wrong secret): the peer holds a "
-                      "different secret (it found this side's proof wrong); %s", what, kSameSecret);
-  uint8_t expected[kMacBytes];
-  MIXCCL_CHECK(computeMac(secret, "client", hello.nonce, ch.nonce, expected));
-  if (CRYPTO_memcmp(expected, proof.mac, kMacBytes) != 0)
-    return raiseError(mixcclRemoteError,
-                      "refused %s: authentication failed (wrong secret): its proof does not match "
-                      "this side's secret", what);
-  return mixcclSuccess;
+  r = serverCheckProof(secret, state, proof, &why);
+  if (r == mixcclRemoteError) return raiseError(r, "refused %s: %s", what, why.c_str());
+  return r;
 }
+
+static_assert(sizeof(ClientHello) == kClientHelloBytes, "auth.h's sizes are the wire's");
+static_assert(sizeof(ServerChallenge) == kServerChallengeBytes, "auth.h's sizes are the wire's");
+static_assert(sizeof(ClientProof) == kClientProofBytes, "auth.h's sizes are the wire's");
 
 }  // namespace mixccl

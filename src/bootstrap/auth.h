@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "bootstrap/socket.h"
 #include "base/clock.h"
@@ -18,11 +19,32 @@ struct Secret {
 // Fills buf with cryptographically random bytes.
 Result randomBytes(void* buf, size_t n);
 
-// The connecting side. what names the other side in error messages.
+// The connecting side. what names the other side in error messages. With closedEarly set, a
+// server that closes the connection before it sent its challenge (one that drops idle
+// connections when strangers flood it: handshake_server.h) is not an error to log: *closedEarly
+// becomes true and the caller may connect again (auth_connect.h).
 Result authenticateClient(const Socket& s, const Secret& secret, const Deadline& deadline,
-                          const char* what);
+                          const char* what, bool* closedEarly = nullptr);
 // The accepting side. A peer that fails is refused with mixcclRemoteError.
 Result authenticateServer(const Socket& s, const Secret& secret, const Deadline& deadline,
                           const char* what);
+
+// The accepting side one message at a time, without a socket or a wait, for a loop that serves
+// many connections on one thread (handshake_server.h). authenticateServer runs the same steps.
+constexpr size_t kClientHelloBytes = 24;
+constexpr size_t kServerChallengeBytes = 56;
+constexpr size_t kClientProofBytes = 32;
+struct ServerAuthState {
+  uint8_t clientNonce[16];
+  uint8_t serverNonce[16];
+};
+// Checks the client's hello and fills the challenge to send back. A peer that does not speak
+// the protocol gets mixcclRemoteError and *why ("not a mixccl peer").
+Result serverChallenge(const Secret& secret, const uint8_t* hello, ServerAuthState* state,
+                       uint8_t* challenge, std::string* why);
+// Checks the client's proof: mixcclRemoteError and *why ("authentication failed (wrong
+// secret): ...") unless it holds the secret.
+Result serverCheckProof(const Secret& secret, const ServerAuthState& state, const uint8_t* proof,
+                        std::string* why);
 
 }  // namespace mixccl

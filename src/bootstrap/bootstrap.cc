@@ -3,6 +3,7 @@
 #include <chrono>
 #include <string>
 
+#include "bootstrap/auth_connect.h"
 #include "bootstrap/rendezvous_report.h"
 #include "bootstrap/rendezvous_wire.h"
 #include "bootstrap/socket.h"
@@ -22,9 +23,7 @@ Result rendezvous(const UniqueIdData& id, int rank, int nranks, const PeerInfo& 
   MIXCCL_CHECK(fromWire(id.root, &rootAddr));
   std::string what = "rendezvous root " + rootAddr.toString();
   Socket conn;
-  Result r = connectBefore(rootAddr, deadline, &conn);
-  if (r != mixcclSuccess) return r;
-  MIXCCL_CHECK(authenticateClient(conn, id.secret, deadline, what.c_str()));
+  MIXCCL_CHECK(connectAuthenticated(rootAddr, id.secret, deadline, what.c_str(), &conn));
   RankHello hello{kRankHelloMagic, nranks, rank, 0, mine};
   MIXCCL_CHECK(sendAllBefore(conn, &hello, sizeof(hello), deadline, what.c_str()));
   // When ranks are missing the root answers at its own deadline, which may fall a little after

@@ -18,16 +18,16 @@ std::string rankList(const std::vector<int>& ranks, size_t maxChars) {
   return s;
 }
 
-std::string missingRanksReport(const RendezvousTable& table, int timeoutS) {
+std::string missingRanksReport(const RendezvousTable& table, int timeoutS, size_t room) {
   std::vector<int> missing, present;
   for (int r = 0; r < table.nranks(); ++r) (table.has(r) ? present : missing).push_back(r);
   // The missing ranks matter most: they get the room, the others a short list.
   auto ranks = [](const std::vector<int>& v, size_t room) {
     return std::string(v.size() == 1 ? "rank " : "ranks ") + rankList(v, room);
   };
-  return ranks(missing, 48) + " of " + std::to_string(table.nranks()) + " never arrived within " +
-         std::to_string(timeoutS) + " s (MIXCCL_TIMEOUT_S; " +
-         (present.empty() ? std::string("none") : ranks(present, 24)) + " did)";
+  return ranks(missing, room * 2 / 3) + " of " + std::to_string(table.nranks()) +
+         " never arrived within " + std::to_string(timeoutS) + " s (MIXCCL_TIMEOUT_S; " +
+         (present.empty() ? std::string("none") : ranks(present, room / 3)) + " did)";
 }
 
 std::string missingRanksCauses(bool underMpirun) {

@@ -15,8 +15,9 @@ namespace mixccl {
 std::string rankList(const std::vector<int>& ranks, size_t maxChars = 48);
 
 // For a table that is not complete after timeoutS seconds: "ranks 4-5 of 6 never arrived within
-// 300 s (MIXCCL_TIMEOUT_S; ranks 0-3 did)".
-std::string missingRanksReport(const RendezvousTable& table, int timeoutS);
+// 300 s (MIXCCL_TIMEOUT_S; ranks 0-3 did)". The two rank lists share room characters, two thirds
+// of it for the missing ranks (rankList cuts them short beyond).
+std::string missingRanksReport(const RendezvousTable& table, int timeoutS, size_t room = 72);
 
 // The likely causes, for the ranks to add to the root's report. underMpirun names the usual one
 // there: a process whose rank uses the mpi adaptor waits in MPI_Init for every process of the

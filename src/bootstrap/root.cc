@@ -1,21 +1,19 @@
 #include "bootstrap/root.h"
 
 #include <poll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstring>
-#include <condition_variable>
-#include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "bootstrap/fork_guard.h"
+#include "bootstrap/handshake_server.h"
+#include "bootstrap/peer_info.h"
 #include "bootstrap/rendezvous_report.h"
 #include "bootstrap/rendezvous_wire.h"
 #include "bootstrap/socket.h"
@@ -26,289 +24,189 @@
 namespace mixccl {
 namespace {
 
-// A stranger may connect and say nothing; it gets this long before its handshake is dropped.
-// Handshakes run concurrently, so it never delays the real ranks.
-constexpr double kHandshakeSeconds = 5.0;
-// Connections in their handshake at once; more are closed at once (a flood of strangers must
-// not exhaust threads or descriptors).
-constexpr size_t kMaxPendingHandshakes = 64;
-
 // rootConnectionCounts(): one counter per outcome, for every root of the process.
-std::atomic<uint64_t> gAccepted{0}, gAdmitted{0}, gRefused{0}, gCut{0};
+std::atomic<uint64_t> gAccepted{0}, gAdmitted{0}, gRefused{0}, gDropped{0}, gCut{0};
+
+// Every rank of the table gets its reply within this long (it is waiting for it).
+constexpr double kReplySeconds = 10.0;
 
 std::string hostOf(const PeerInfo& p) {
   return std::string(p.hostname, strnlen(p.hostname, sizeof(p.hostname))) + " pid " +
          std::to_string(p.pid);
 }
 
-class RendezvousRoot : public std::enable_shared_from_this<RendezvousRoot> {
+class RendezvousRoot {
  public:
   RendezvousRoot(Socket listener, const Secret& secret, SocketAddress addr)
-      : listener_(std::move(listener)), secret_(secret), addr_(addr) {}
-  ~RendezvousRoot() {
-    if (wakeFd_ >= 0) close(wakeFd_);
+      : listener_(std::move(listener)), addr_(addr),
+        name_("rendezvous root " + addr.toString()),
+        server_(listener_, secret, sizeof(RankHello), name_) {
+    fillLocalHostInfo(&self_);
   }
 
-  Result init() {
-    wakeFd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (wakeFd_ < 0) return raiseError(mixcclSystemError, "eventfd: %s", strerror(errno));
-    return mixcclSuccess;
-  }
-
-  // Runs on a fork-guarded thread: it is busy only between waits (fork_guard.h).
+  // One thread serves every connection (handshake_server.h): fork-guarded, it is busy only
+  // between its waits (fork_guard.h).
   void run() {
-    Deadline deadline = Deadline::afterSeconds(env().timeoutS);
-    Result failure = mixcclSuccess;
-    std::string why;
-    for (;;) {
-      std::vector<pollfd> fds;
-      std::vector<int> rankOfFd;
-      fds.push_back({listener_.fd(), POLLIN, 0});
-      fds.push_back({wakeFd_, POLLIN, 0});
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (!refusal_.empty()) {  // a handshake thread saw a conflict that dooms the job
-          failure = refusalCode_;
-          why = refusal_;
-          break;
-        }
-        if (table_.complete()) break;
-        for (size_t r = 0; r < conns_.size(); ++r)
-          if (conns_[r].valid()) {
-            fds.push_back({conns_[r].fd(), POLLIN, 0});
-            rankOfFd.push_back((int)r);
-          }
-      }
+    setLogRank(-1);
+    const Deadline deadline = Deadline::afterSeconds(env().timeoutS);
+    while (failure_ == mixcclSuccess && !table_.complete()) {
       if (deadline.expired()) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        failure = mixcclTimeout;
-        // Name the missing ranks: only the root knows them, and the waiting ranks report it.
-        why = "rendezvous root " + addr_.toString() + ": " +
-              (table_.nranks() < 0 ? "no rank arrived within " + std::to_string(env().timeoutS) +
-                                         " s (MIXCCL_TIMEOUT_S)"
-                                   : missingRanksReport(table_, env().timeoutS));
+        fail(mixcclTimeout, timeoutMessage());
         break;
       }
-      int rc;
-      {
-        ForkGuardPause waiting;
-        rc = poll(fds.data(), fds.size(), deadline.remainingMs(100));
-      }
-      if (rc < 0 && errno != EINTR) {
-        failure = mixcclSystemError;
-        why = std::string("rendezvous root: poll: ") + strerror(errno);
-        break;
-      }
-      if (rc <= 0) continue;
-      if (fds[1].revents) {
-        uint64_t v;
-        ssize_t n = read(wakeFd_, &v, sizeof(v));
-        (void)n;
-      }
-      // An admitted rank sends nothing more: readable means it left (or misbehaves).
-      for (size_t i = 2; i < fds.size() && failure == mixcclSuccess; ++i) {
-        if (!fds[i].revents) continue;
-        char byte;
-        ssize_t n = recv(fds[i].fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-        if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-        int r = rankOfFd[i - 2];
-        std::lock_guard<std::mutex> lock(mutex_);
-        failure = mixcclRemoteError;
-        // The rank in this very process has not "left": its own init gave up (its error says
-        // why), and reporting it as a departed peer would blame the wrong process.
-        PeerInfo me{};
-        fillLocalHostInfo(&me);
-        const PeerInfo& gone = table_.table()[r];
-        const bool self = gone.pid == me.pid && gone.hostHash == me.hostHash;
-        why = "rank " + std::to_string(r) + " (" + hostOf(gone) + ") " +
-              (n > 0 ? "sent unexpected bytes"
-                     : self ? "stopped waiting (its own init ended; its error says why)"
-                            : "left (its connection closed)") +
-              " during the rendezvous, before all ranks arrived";
-      }
-      if (failure != mixcclSuccess) break;
-      if (fds[0].revents) acceptOne();
+      serveOnce(deadline);
     }
-    finish(failure, why);
-    if (failure != mixcclSuccess && failure != mixcclTimeout) linger(deadline);
-    stopWorkers();
+    if (failure_ == mixcclSuccess) {
+      listener_.close();
+      server_.cutPending();
+      publishCounts();
+      sendTable();
+      return;
+    }
+    tellEveryone();
+    // After a failure, ranks that arrive late are told why at once instead of timing out.
+    if (failure_ != mixcclTimeout)
+      while (!deadline.expired() && serveOnce(deadline) == mixcclSuccess) {
+      }
+    listener_.close();
+    server_.cutPending();
+    publishCounts();
   }
 
  private:
-  struct Pending {
-    std::unique_ptr<Socket> conn;
-    SocketAddress peer;
-  };
-
-  void acceptOne() {
-    SocketAddress peer;
-    peer.length = sizeof(peer.storage);
-    int fd = ::accept4(listener_.fd(), peer.sa(), &peer.length, SOCK_CLOEXEC);
-    if (fd < 0) return;  // transient (EAGAIN, ECONNABORTED...): poll tells us again
-    Socket conn(fd);
-    setTcpOptions(fd);
-    gAccepted.fetch_add(1);
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (pending_.size() >= kMaxPendingHandshakes) {
-      gRefused.fetch_add(1);
-      if (!floodLogged_) {
-        floodLogged_ = true;
-        raiseError(mixcclRemoteError,
-                   "rendezvous root %s: more than %zu connections in their handshake at once; "
-                   "closing new ones (logged once)", addr_.toString().c_str(),
-                   kMaxPendingHandshakes);
+  // One round: wait for anything, take in the ranks that completed their handshake, notice
+  // admitted ranks that left. Fails only if the listener failed for good.
+  Result serveOnce(const Deadline& deadline) {
+    std::vector<pollfd> fds;  // admitted ranks send nothing more: readable means they left
+    std::vector<int> rankOfFd;
+    for (size_t r = 0; r < conns_.size(); ++r)
+      if (conns_[r].valid()) {
+        fds.push_back({conns_[r].fd(), POLLIN, 0});
+        rankOfFd.push_back((int)r);
       }
-      return;
-    }
-    pending_.push_back(fd);
-    queue_.push_back(Pending{std::unique_ptr<Socket>(new Socket(std::move(conn))), peer});
-    if (queue_.size() > (size_t)idleWorkers_) {  // every queued connection gets a worker now
-      // Workers live until the rendezvous ends, so no thread exits while ranks may still be
-      // forked; the new one counts as busy from its first instruction (fork_guard.h).
-      forkGuardHandOff();
-      auto self = shared_from_this();
-      workers_.emplace_back([self]() mutable {
-        {
-          ForkGuardAdopted guarded;
-          self->workerLoop();
-        }
-        self.reset();
-      });
-    }
-    workCv_.notify_one();
+    std::vector<HandshakeServer::Arrival> arrivals;
+    Result r = server_.serve(&fds, deadline.remainingMs(100), &arrivals);
+    publishCounts();
+    if (r != mixcclSuccess && failure_ == mixcclSuccess) fail(r, threadLastError());
+    for (HandshakeServer::Arrival& a : arrivals) offer(a);
+    for (size_t i = 0; i < fds.size() && failure_ == mixcclSuccess; ++i)
+      if (fds[i].revents) checkLeft(rankOfFd[i]);
+    return r;
   }
 
-  void workerLoop() {
-    setLogRank(-1);
-    for (;;) {
-      Pending job;
-      {
-        ForkGuardPause waiting;
-        std::unique_lock<std::mutex> lock(mutex_);
-        ++idleWorkers_;
-        workCv_.wait(lock, [&] { return stopWorkers_ || !queue_.empty(); });
-        --idleWorkers_;
-        if (queue_.empty()) return;  // stopping
-        job = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      handshake(*job.conn, job.peer);
-      forget(job.conn->fd());
-      job.conn.reset();  // closes unless admitted (then the fd was moved out)
-    }
+  // Whether p describes a rank of this very process (the one that hosts the root).
+  bool inThisProcess(const PeerInfo& p) const {
+    return p.pid == self_.pid && p.hostHash == self_.hostHash;
   }
 
-  // Drops fd from the pending list before the socket is closed, so that finish() never shuts
-  // down a descriptor number that was reused.
-  void forget(int fd) {
-    if (fd < 0) return;
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (auto it = pending_.begin(); it != pending_.end(); ++it)
-      if (*it == fd) {
-        pending_.erase(it);
-        break;
-      }
-  }
-
-  // Ends the workers (after finish() cut the connections they wait on) and joins them. Not
-  // busy meanwhile: a worker's busy count is released only once it has fully exited, and a
-  // fork waiting for it must not wait for this thread too (fork_guard.h).
-  void stopWorkers() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stopWorkers_ = true;
-      for (Pending& p : queue_)
-        if (p.conn) forgetLocked(p.conn->fd());
-      gCut.fetch_add(queue_.size());  // never reached a worker
-      queue_.clear();
-    }
-    workCv_.notify_all();
-    ForkGuardPause waiting;
-    for (std::thread& t : workers_) {
-      t.join();
-      forkGuardReleaseHandedOff();
-    }
-    workers_.clear();
-  }
-
-  // Authenticates one connection and records its rank; strangers are refused and logged once
-  // (one line per refused connection), and never touch the table.
-  void handshake(Socket& conn, const SocketAddress& peer) {
-    setLogRank(-1);
-    std::string what = "connection from " + peer.toString();
-    Deadline d = Deadline::afterSeconds(kHandshakeSeconds);
+  // An authenticated connection's hello: it joins the table, or is refused; a rank that
+  // disagrees with the others (nranks, a duplicate rank) dooms the whole job.
+  void offer(HandshakeServer::Arrival& a) {
     RankHello hello;
-    if (authenticateServer(conn, secret_, d, what.c_str()) != mixcclSuccess ||
-        recvAllBefore(conn, &hello, sizeof(hello), d, what.c_str()) != mixcclSuccess) {
-      countUnfinishedHandshake();
+    memcpy(&hello, a.hello.data(), sizeof(hello));
+    if (failure_ != mixcclSuccess) {  // came after the rendezvous failed
+      gRefused.fetch_add(1);
+      reject(a.conn, failure_, failureMessage_);
       return;
     }
-    std::string why, msg;
-    Result code = mixcclSuccess;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (finished_) {
-        if (failure_ == mixcclSuccess) {
-          gCut.fetch_add(1);
-          return;
-        }
-        code = failure_;
-        msg = failureMessage_;
-      }
-    }
-    if (!msg.empty()) {
-      gRefused.fetch_add(1);
-      reject(conn, code, msg);
+    std::string why;
+    RendezvousTable::Verdict v = table_.offer(hello, &why);
+    if (v == RendezvousTable::Verdict::Admitted) {
+      if (conns_.size() < (size_t)table_.nranks()) conns_.resize(table_.nranks());
+      conns_[hello.rank] = std::move(a.conn);
+      gAdmitted.fetch_add(1);
       return;
     }
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (finished_) {
-        gCut.fetch_add(1);
-        return;
-      }
-      RendezvousTable::Verdict v = table_.offer(hello, &why);
-      if (v == RendezvousTable::Verdict::Admitted) {
-        if (conns_.size() < (size_t)table_.nranks()) conns_.resize(table_.nranks());
-        forgetLocked(conn.fd());
-        conns_[hello.rank] = std::move(conn);
-        gAdmitted.fetch_add(1);
-        wake();
-        return;
-      }
-      gRefused.fetch_add(1);
-      code = v == RendezvousTable::Verdict::BadHello ? mixcclInvalidArgument : mixcclInvalidUsage;
-      msg = "rendezvous root " + addr_.toString() + ": " + why + " (from " + peer.toString() + ")";
-      // Authenticated ranks that disagree (nranks, duplicate rank) doom the whole job: tell all.
-      if (v != RendezvousTable::Verdict::BadHello && refusal_.empty()) {
-        refusal_ = msg;
-        refusalCode_ = code;
-        wake();
-      }
+    gRefused.fetch_add(1);
+    const std::string msg = name_ + ": " + why + " (from " + a.peer.toString() + ")";
+    if (v == RendezvousTable::Verdict::BadHello) {
+      raiseError(mixcclInvalidArgument, "%s", msg.c_str());
+      reject(a.conn, mixcclInvalidArgument, msg);
+      return;
     }
-    raiseError(code, "%s", msg.c_str());
-    reject(conn, code, msg);
+    // Told together with the ranks already in (tellEveryone), in the order that reaches all.
+    offender_ = std::move(a.conn);
+    offenderInThisProcess_ = inThisProcess(hello.info);
+    fail(mixcclInvalidUsage, msg);
   }
 
-  // A handshake that failed: refused, unless a completed rendezvous cut it (finish() shuts
-  // down the connections still in their handshake).
-  void countUnfinishedHandshake() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    (finished_ && failure_ == mixcclSuccess ? gCut : gRefused).fetch_add(1);
+  // Admitted rank r's connection is readable: it left, or sent what it should not.
+  void checkLeft(int r) {
+    char byte;
+    ssize_t n = recv(conns_[r].fd(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+    const PeerInfo& gone = table_.table()[r];
+    // The rank in this very process has not "left": its own init gave up (its error says
+    // why), and reporting it as a departed peer would blame the wrong process.
+    fail(mixcclRemoteError,
+         "rank " + std::to_string(r) + " (" + hostOf(gone) + ") " +
+             (n > 0 ? "sent unexpected bytes"
+                    : inThisProcess(gone) ? "stopped waiting (its own init ended; its error says why)"
+                                          : "left (its connection closed)") +
+             " during the rendezvous, before all ranks arrived");
   }
 
-  void wake() {
-    uint64_t one = 1;
-    ssize_t n = write(wakeFd_, &one, sizeof(one));
-    (void)n;
+  void fail(Result code, const std::string& why) {
+    failure_ = code;
+    failureMessage_ = why;
   }
 
-  void forgetLocked(int fd) {
-    for (auto it = pending_.begin(); it != pending_.end(); ++it)
-      if (*it == fd) {
-        pending_.erase(it);
-        break;
-      }
+  // "rendezvous root A: [what became of strangers; ]ranks 4-5 of 6 never arrived within ...",
+  // within the 247 characters a reply carries: the rank lists give way first.
+  std::string timeoutMessage() const {
+    std::string strangers = server_.strangerReport();
+    if (!strangers.empty()) strangers += "; ";
+    const std::string head = name_ + ": " + strangers;
+    if (table_.nranks() < 0)
+      return head + "no rank arrived within " + std::to_string(env().timeoutS) +
+             " s (MIXCCL_TIMEOUT_S)";
+    std::string m;
+    for (size_t room = 72;; room -= 12) {
+      m = head + missingRanksReport(table_, env().timeoutS, room);
+      if (m.size() < sizeof(RootReply::message) || room <= 24) return m;
+    }
+  }
+
+  // The admitted ranks in the order to answer them: ranks of this process last. Once answered,
+  // such a rank's init returns and its process may end, taking this thread with it before the
+  // others have their answer.
+  std::vector<size_t> answerOrder() const {
+    std::vector<size_t> order;
+    for (int mine = 0; mine < 2; ++mine)
+      for (size_t r = 0; r < conns_.size(); ++r)
+        if (conns_[r].valid() && inThisProcess(table_.table()[r]) == (mine == 1))
+          order.push_back(r);
+    return order;
+  }
+
+  // The failure goes to every rank involved (the offender too, in its place in that order)
+  // before it is logged here.
+  void tellEveryone() {
+    std::vector<const Socket*> order;
+    for (size_t r : answerOrder()) order.push_back(&conns_[r]);
+    if (offender_.valid())
+      order.insert(offenderInThisProcess_ ? order.end() : order.begin(), &offender_);
+    for (const Socket* s : order) reject(*s, failure_, failureMessage_);
+    raiseError(failure_, "%s", failureMessage_.c_str());
+    conns_.clear();
+    offender_.close();
+  }
+
+  // Every rank gets the reply and the table.
+  void sendTable() {
+    const std::vector<PeerInfo>& table = table_.table();
+    RootReply reply{};
+    reply.nranks = (int32_t)table.size();
+    const Deadline d = Deadline::afterSeconds(kReplySeconds);
+    for (size_t r : answerOrder()) {
+      std::string what = "rank " + std::to_string(r);
+      if (sendAllBefore(conns_[r], &reply, sizeof(reply), d, what.c_str()) != mixcclSuccess ||
+          sendAllBefore(conns_[r], table.data(), table.size() * sizeof(PeerInfo), d,
+                        what.c_str()) != mixcclSuccess)
+        continue;  // that rank will report its own failure
+    }
+    conns_.clear();
+    INFO(kLogBootstrap, "%s: all %zu ranks connected", name_.c_str(), table.size());
   }
 
   static void reject(const Socket& conn, Result why, const std::string& msg) {
@@ -318,77 +216,28 @@ class RendezvousRoot : public std::enable_shared_from_this<RendezvousRoot> {
     sendAllBefore(conn, &reply, sizeof(reply), Deadline::afterSeconds(1), "rejected rank");
   }
 
-  void finish(Result failure, const std::string& why) {
-    std::vector<Socket> conns;
-    std::vector<PeerInfo> table;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      finished_ = true;
-      failure_ = failure;
-      failureMessage_ = why;
-      conns.swap(conns_);
-      table = table_.table();
-      // Wake handshakes still in progress (silent strangers) so they end now.
-      if (failure == mixcclSuccess)
-        for (int fd : pending_) ::shutdown(fd, SHUT_RDWR);
-    }
-    if (failure == mixcclSuccess || failure == mixcclTimeout) listener_.close();
-    if (failure != mixcclSuccess) {
-      raiseError(failure, "%s", why.c_str());
-      for (Socket& c : conns)
-        if (c.valid()) reject(c, failure, why);
-    } else {
-      RootReply reply{};
-      reply.nranks = (int32_t)table.size();
-      for (size_t i = 0; i < conns.size(); ++i) {
-        std::string what = "rank " + std::to_string(i);
-        Deadline d = Deadline::afterSeconds(kHandshakeSeconds * 2);
-        if (sendAllBefore(conns[i], &reply, sizeof(reply), d, what.c_str()) != mixcclSuccess ||
-            sendAllBefore(conns[i], table.data(), table.size() * sizeof(PeerInfo), d,
-                          what.c_str()) != mixcclSuccess)
-          continue;  // that rank will report its own failure
-      }
-      INFO(kLogBootstrap, "rendezvous root %s: all %zu ranks connected", addr_.toString().c_str(),
-           table.size());
-    }
-  }
-
-  // After a failure, ranks that arrive late are told why at once instead of timing out.
-  void linger(const Deadline& deadline) {
-    while (!deadline.expired()) {
-      pollfd p{listener_.fd(), POLLIN, 0};
-      int rc;
-      {
-        ForkGuardPause waiting;
-        rc = poll(&p, 1, deadline.remainingMs(100));
-      }
-      if (rc > 0) acceptOne();
-    }
-    listener_.close();
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (int fd : pending_) ::shutdown(fd, SHUT_RDWR);
+  // Adds what the handshake server did since the last call to the process's counts.
+  void publishCounts() {
+    const HandshakeServer::Counts& c = server_.counts();
+    gAccepted.fetch_add(c.accepted - published_.accepted);
+    gRefused.fetch_add(c.refused - published_.refused);
+    gDropped.fetch_add(c.dropped - published_.dropped);
+    gCut.fetch_add(c.cut - published_.cut);
+    published_ = c;
   }
 
   Socket listener_;
-  Secret secret_;
   SocketAddress addr_;
-  int wakeFd_ = -1;
-  std::vector<std::thread> workers_;  // handshake threads; run() thread only
-
-  std::mutex mutex_;  // guards everything below
+  PeerInfo self_{};  // this process, as its ranks describe themselves
+  std::string name_;
+  HandshakeServer server_;
+  HandshakeServer::Counts published_;
   RendezvousTable table_;
-  std::vector<Socket> conns_;
-  std::vector<int> pending_;  // fds of connections in their handshake
-  bool finished_ = false;
-  Result failure_ = mixcclSuccess;  // once finished_: how the rendezvous ended
+  std::vector<Socket> conns_;  // admitted ranks, by rank
+  Socket offender_;            // the rank whose hello doomed the job, until it is told
+  bool offenderInThisProcess_ = false;
+  Result failure_ = mixcclSuccess;
   std::string failureMessage_;
-  bool floodLogged_ = false;
-  std::condition_variable workCv_;
-  std::deque<Pending> queue_;  // accepted, waiting for a worker
-  int idleWorkers_ = 0;
-  bool stopWorkers_ = false;
-  std::string refusal_;
-  Result refusalCode_ = mixcclSuccess;
 };
 
 }  // namespace
@@ -398,6 +247,7 @@ RootConnectionCounts rootConnectionCounts() {
   c.accepted = gAccepted.load();
   c.admitted = gAdmitted.load();
   c.refused = gRefused.load();
+  c.dropped = gDropped.load();
   c.cut = gCut.load();
   return c;
 }
@@ -406,7 +256,6 @@ Result startRendezvousRoot(const SocketAddress& addr, const Secret& secret, Sock
   Socket listener;
   MIXCCL_CHECK(listenOn(addr, &listener, bound));
   auto root = std::make_shared<RendezvousRoot>(std::move(listener), secret, *bound);
-  MIXCCL_CHECK(root->init());
   // Detached: the root ends by itself once every rank has its table or the timeout passes.
   // The thread counts as busy from its first instruction (its start-up allocates, and the
   // caller may fork right after this returns); see fork_guard.h.

@@ -1,5 +1,6 @@
 // The rendezvous root: a thread that collects every rank's PeerInfo and sends the full table
-// back to all ranks, then exits. One root serves one communicator's init.
+// back to all ranks, then exits. One root serves one communicator's init; its one thread
+// serves every connection, strangers included (handshake_server.h).
 #pragma once
 
 #include <cstdint>
@@ -17,13 +18,15 @@ Result startRendezvousRoot(const SocketAddress& addr, const Secret& secret, Sock
 // What the rendezvous roots of this process did with the connections they accepted, summed
 // over all of them since the process started. Lets a test tell a stranger that was refused
 // from one that was only cut when the rendezvous ended (which would hide a root that let it
-// through). Every accepted connection ends in exactly one of the last three.
+// through). Every accepted connection ends in exactly one of the last four.
 struct RootConnectionCounts {
   uint64_t accepted = 0;  // connections taken from the listener
   uint64_t admitted = 0;  // authenticated ranks that entered the table
-  uint64_t refused = 0;   // failed the handshake, sent a bad or conflicting hello, came while
-                          // the root was flooded, or came after the rendezvous failed
-  uint64_t cut = 0;       // still in their handshake when the rendezvous completed
+  uint64_t refused = 0;   // failed authentication, sent a bad or conflicting hello, or came
+                          // after the rendezvous failed
+  uint64_t dropped = 0;   // idle: evicted to make room, out of time, or gone before their
+                          // handshake (HandshakeServer)
+  uint64_t cut = 0;       // still in their handshake when the rendezvous ended
 };
 RootConnectionCounts rootConnectionCounts();
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -27,6 +28,8 @@ Result cancelError(const char* what) {
 }  // namespace
 
 void setThreadCancelFlag(const std::atomic<bool>* flag) { tlsCancel = flag; }
+
+bool threadCancelled() { return cancelled(); }
 
 void Socket::close() {
   if (fd_ >= 0) ::close(fd_);
@@ -70,51 +73,64 @@ Result listenOn(const SocketAddress& addr, Socket* listener, SocketAddress* boun
   return mixcclSuccess;
 }
 
-Result acceptBefore(const Socket& listener, const Deadline& deadline, Socket* conn,
-                    SocketAddress* peer) {
+namespace {
+
+// A connection request nobody answers within this long is sent again on a new socket, and the
+// bound doubles up to the longest (a far peer may need more than the first).
+constexpr int kFirstAttemptMs = 250;
+constexpr int kLongestAttemptMs = 2000;
+
+// Waits for a nonblocking connect to finish: 0 once connected, else the errno that ended it
+// (ETIMEDOUT when nothing answered within waitMs or before the deadline).
+int awaitConnect(const Socket& s, int waitMs, const Deadline& deadline) {
+  Deadline attempt = Deadline::afterSeconds(waitMs / 1000.0);
+  if (attempt.at() > deadline.at()) attempt = deadline;
   for (;;) {
-    pollfd p{listener.fd(), POLLIN, 0};
+    pollfd p{s.fd(), POLLOUT, 0};
     int rc;
     {
       ForkGuardPause waiting;
-      rc = poll(&p, 1, deadline.remainingMs(100));
+      rc = poll(&p, 1, attempt.remainingMs(100));
     }
-    if (rc < 0 && errno != EINTR)
-      return raiseError(mixcclSystemError, "poll on listener: %s", strerror(errno));
     if (rc > 0) {
-      peer->length = sizeof(peer->storage);
-      int fd = ::accept4(listener.fd(), peer->sa(), &peer->length, SOCK_CLOEXEC);
-      if (fd >= 0) {
-        *conn = Socket(fd);
-        setTcpOptions(fd);
-        return mixcclSuccess;
-      }
-      if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
-        return raiseError(mixcclSystemError, "accept: %s", strerror(errno));
+      int err = 0;
+      socklen_t len = sizeof(err);
+      if (getsockopt(s.fd(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) return errno;
+      return err;
     }
-    if (cancelled()) return cancelError("a connection");
-    if (deadline.expired()) return mixcclTimeout;  // callers say what they waited for
+    if (rc < 0 && errno != EINTR) return errno;
+    if (cancelled()) return ECANCELED;
+    if (attempt.expired()) return ETIMEDOUT;
   }
 }
 
+}  // namespace
+
 Result connectBefore(const SocketAddress& addr, const Deadline& deadline, Socket* conn) {
-  int lastErr = 0;
   int backoffMs = 1;
+  int attemptMs = kFirstAttemptMs;
   for (;;) {
-    Socket s(::socket(addr.family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
+    Socket s(::socket(addr.family(), SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     if (!s.valid()) return raiseError(mixcclSystemError, "socket(): %s", strerror(errno));
-    if (::connect(s.fd(), addr.sa(), addr.length) == 0) {
+    int err = ::connect(s.fd(), addr.sa(), addr.length) == 0 ? 0 : errno;
+    if (err == EINPROGRESS) err = awaitConnect(s, attemptMs, deadline);
+    if (err == 0) {
+      MIXCCL_CHECK(setNonBlocking(s.fd(), false));  // as callers expect (they poll themselves)
       setTcpOptions(s.fd());
       *conn = std::move(s);
       return mixcclSuccess;
     }
-    lastErr = errno;
-    bool retry = lastErr == ECONNREFUSED || lastErr == ETIMEDOUT || lastErr == ENETUNREACH ||
-                 lastErr == EHOSTUNREACH || lastErr == EINTR || lastErr == EAGAIN;
+    // Reset: accepted and closed at once (by a listener flooded with strangers), seen only now.
+    bool retry = err == ECONNREFUSED || err == ECONNRESET || err == ETIMEDOUT ||
+                 err == ENETUNREACH || err == EHOSTUNREACH || err == EINTR || err == EAGAIN;
     if (cancelled()) return cancelError(addr.toString().c_str());
     if (!retry || deadline.expired())
       return raiseError(retry ? mixcclTimeout : mixcclSystemError, "cannot connect to %s: %s",
-                        addr.toString().c_str(), strerror(lastErr));
+                        addr.toString().c_str(), strerror(err));
+    if (err == ETIMEDOUT) {  // the attempt itself waited: try again at once, a little longer
+      attemptMs = std::min(attemptMs * 2, kLongestAttemptMs);
+      continue;
+    }
     {
       ForkGuardPause waiting;
       std::this_thread::sleep_for(std::chrono::milliseconds(backoffMs));
@@ -123,22 +139,48 @@ Result connectBefore(const SocketAddress& addr, const Deadline& deadline, Socket
   }
 }
 
-Result sendAllBefore(const Socket& s, const void* buf, size_t n, const Deadline& deadline,
-                     const char* what) {
+Result sendAllQuietly(const Socket& s, const void* buf, size_t n, const Deadline& deadline,
+                      std::string* why) {
   const char* p = static_cast<const char*>(buf);
   while (n > 0) {
     ssize_t k = ::send(s.fd(), p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (k > 0) { p += k; n -= (size_t)k; continue; }
-    if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-      return raiseError(mixcclRemoteError, "send to %s failed: %s", what, strerror(errno));
-    if (cancelled()) return cancelError(what);
-    if (deadline.expired())
-      return raiseError(mixcclTimeout, "timed out sending to %s", what);
+    if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+      *why = std::string("send failed: ") + strerror(errno);
+      return mixcclRemoteError;
+    }
+    if (cancelled()) {
+      *why = "the communicator was aborted";
+      return mixcclInvalidUsage;
+    }
+    if (deadline.expired()) {
+      *why = "timed out";
+      return mixcclTimeout;
+    }
     pollfd pfd{s.fd(), POLLOUT, 0};
     ForkGuardPause waiting;
     poll(&pfd, 1, deadline.remainingMs(100));
   }
   return mixcclSuccess;
+}
+
+Result sendAllBefore(const Socket& s, const void* buf, size_t n, const Deadline& deadline,
+                     const char* what) {
+  std::string why;
+  Result r = sendAllQuietly(s, buf, n, deadline, &why);
+  return r == mixcclSuccess ? r : raiseTransferError(r, why, what, true);
+}
+
+Result raiseTransferError(Result r, const std::string& why, const char* what, bool sending) {
+  if (r == mixcclInvalidUsage) return cancelError(what);
+  if (r == mixcclTimeout)
+    return raiseError(mixcclTimeout, "timed out %s %s", sending ? "sending to" : "receiving from",
+                      what);
+  if (why == "closed the connection")
+    return raiseError(mixcclRemoteError, "connection closed by %s", what);
+  // why is "send failed: <strerror>" or "receive failed: <strerror>".
+  return raiseError(mixcclRemoteError, "%s %s failed: %s", sending ? "send to" : "receive from",
+                    what, why.substr(why.find(": ") + 2).c_str());
 }
 
 Result recvAllQuietly(const Socket& s, void* buf, size_t n, const Deadline& deadline,
@@ -174,14 +216,7 @@ Result recvAllBefore(const Socket& s, void* buf, size_t n, const Deadline& deadl
                      const char* what) {
   std::string why;
   Result r = recvAllQuietly(s, buf, n, deadline, &why);
-  if (r == mixcclSuccess) return r;
-  if (r == mixcclInvalidUsage) return cancelError(what);
-  if (r == mixcclTimeout) return raiseError(mixcclTimeout, "timed out receiving from %s", what);
-  if (why == "closed the connection")
-    return raiseError(mixcclRemoteError, "connection closed by %s", what);
-  const std::string failed = "receive failed: ";  // the rest is strerror's text
-  return raiseError(mixcclRemoteError, "receive from %s failed: %s", what,
-                    why.substr(failed.size()).c_str());
+  return r == mixcclSuccess ? r : raiseTransferError(r, why, what, false);
 }
 
 }  // namespace mixccl

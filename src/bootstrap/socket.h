@@ -38,11 +38,10 @@ class Socket {
 
 // Listens on addr (port 0 picks a free port); *bound receives the actual address.
 Result listenOn(const SocketAddress& addr, Socket* listener, SocketAddress* bound);
-// Accepts one connection before the deadline; *peer receives the remote address.
-Result acceptBefore(const Socket& listener, const Deadline& deadline, Socket* conn,
-                    SocketAddress* peer);
 // Connects, retrying refused/unreachable attempts until the deadline (the other side may not
-// be listening yet).
+// be listening yet). An attempt that gets no answer within a short bound is abandoned for a new
+// one: a listener whose backlog is full (strangers flooding it) drops the connection request,
+// and the kernel would only send it again after a second.
 Result connectBefore(const SocketAddress& addr, const Deadline& deadline, Socket* conn);
 
 // Blocking-with-deadline whole-buffer transfers. what names the peer in error messages.
@@ -54,11 +53,18 @@ Result recvAllBefore(const Socket& s, void* buf, size_t n, const Deadline& deadl
 // out", ...), for a caller that logs one better message itself (the handshake, auth.cc).
 Result recvAllQuietly(const Socket& s, void* buf, size_t n, const Deadline& deadline,
                       std::string* why);
+// The same for sending (*why: "send failed: <reason>", "timed out", ...).
+Result sendAllQuietly(const Socket& s, const void* buf, size_t n, const Deadline& deadline,
+                      std::string* why);
+// Logs what a quiet transfer reported (r, *why) as the ...Before helpers do, naming what.
+Result raiseTransferError(Result r, const std::string& why, const char* what, bool sending);
 
 // While a flag is set on a thread, that thread's deadline-bounded helpers above also give up
 // (mixcclInvalidUsage) within ~100 ms once *flag becomes true: mixcclCommAbort/Destroy use it
 // to stop a communicator that is still initialising in the background. nullptr clears it.
 void setThreadCancelFlag(const std::atomic<bool>* flag);
+// Whether the calling thread's cancel flag is set (for waits of its own between the helpers).
+bool threadCancelled();
 
 Result setNonBlocking(int fd, bool on);
 void setTcpOptions(int fd);  // TCP_NODELAY, keepalive, large buffers

@@ -1,13 +1,13 @@
 #include "transport/socket_mesh.h"
 
-#include <sys/socket.h>
+#include <poll.h>
 
 #include <cstring>
-#include <mutex>
-#include <set>
 #include <string>
 #include <thread>
 
+#include "bootstrap/auth_connect.h"
+#include "bootstrap/handshake_server.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "transport/same_host_tuning.h"
@@ -41,22 +41,18 @@ int meshConnectionsTo(const MeshParams& p, const std::vector<PeerInfo>& peers, i
   return 1 + connectionsTo(p, peers, peer);
 }
 
-// Checks one incoming connection: authentication, then a hello naming a rank above ours, a
-// socket index, and this communicator. Returns the rank and index it claims on success.
-bool admitConnection(const Socket& conn, const SocketAddress& from, const MeshParams& p,
-                     const std::vector<PeerInfo>& peers, const Deadline& deadline, int* rank,
-                     int* index) {
-  std::string what = "connection from " + from.toString();
-  Deadline hs = Deadline::afterSeconds(5);
-  if (hs.at() > deadline.at()) hs = deadline;
-  if (authenticateServer(conn, p.secret, hs, what.c_str()) != mixcclSuccess) return false;
+// Checks the hello of an authenticated connection: a rank above ours, a socket index, and this
+// communicator. Returns the rank and index it claims on success.
+bool checkConnHello(const HandshakeServer::Arrival& a, const MeshParams& p,
+                    const std::vector<PeerInfo>& peers, int* rank, int* index) {
   ConnHello hello;
-  if (recvAllBefore(conn, &hello, sizeof(hello), hs, what.c_str()) != mixcclSuccess) return false;
+  memcpy(&hello, a.hello.data(), sizeof(hello));
   if (hello.magic != kConnMagic || hello.commHash != p.commHash || hello.rank <= p.rank ||
       hello.rank >= p.nranks || hello.nsocks != meshConnectionsTo(p, peers, hello.rank) ||
       hello.sockIndex < 0 || hello.sockIndex >= hello.nsocks) {
-    raiseError(mixcclRemoteError, "rank %d: refused %s: unexpected hello (rank %d, socket %d)",
-               p.rank, what.c_str(), hello.rank, hello.sockIndex);
+    raiseError(mixcclRemoteError, "rank %d: refused connection from %s: unexpected hello "
+               "(rank %d, socket %d)", p.rank, a.peer.toString().c_str(), hello.rank,
+               hello.sockIndex);
     return false;
   }
   *rank = hello.rank;
@@ -64,68 +60,42 @@ bool admitConnection(const Socket& conn, const SocketAddress& from, const MeshPa
   return true;
 }
 
-// Accepts every connection from higher ranks. Each handshake runs on its own thread, so a
-// stranger who connects and says nothing cannot hold up the ranks behind it; once every
-// expected connection is in, handshakes still running (strangers) are cut short. A stranger
-// is refused, logged, and does not count.
+// Accepts every connection from higher ranks. One loop serves every handshake at once
+// (handshake_server.h), so neither a stranger that connects and says nothing nor a flood of
+// them holds up the ranks or costs a thread; once every expected connection is in, those still
+// in their handshake (strangers) are cut. A stranger is refused or dropped and does not count.
 Result acceptFromHigherRanks(const Socket& listener, const MeshParams& p,
                              const std::vector<PeerInfo>& peers, const Deadline& deadline,
                              std::vector<std::vector<Socket>>* conns) {
   int expected = 0;
   for (int r = p.rank + 1; r < p.nranks; ++r) expected += meshConnectionsTo(p, peers, r);
-  std::mutex mu;
+  HandshakeServer server(listener, p.secret, sizeof(ConnHello), "rank " + std::to_string(p.rank));
   int accepted = 0;
-  std::set<int> handshaking;  // fds of connections whose handshake is running
-  std::vector<std::thread> workers;
-  Result result = mixcclSuccess;
-  for (;;) {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      if (accepted == expected) break;
-    }
+  while (accepted < expected) {
     if (deadline.expired()) {
-      std::lock_guard<std::mutex> lock(mu);
-      result = raiseError(mixcclTimeout,
-                          "rank %d: only %d of %d transport connections from higher ranks "
-                          "arrived in time", p.rank, accepted, expected);
-      break;
+      std::string strangers = server.strangerReport();
+      return raiseError(mixcclTimeout,
+                        "rank %d: only %d of %d transport connections from higher ranks "
+                        "arrived in time%s%s", p.rank, accepted, expected,
+                        strangers.empty() ? "" : "; meanwhile it ", strangers.c_str());
     }
-    Socket conn;
-    SocketAddress from;
-    Deadline slice = Deadline::afterSeconds(0.05);
-    Result r = acceptBefore(listener, slice.at() < deadline.at() ? slice : deadline, &conn, &from);
-    if (r == mixcclTimeout) continue;
-    if (r != mixcclSuccess) {
-      result = r;
-      break;
-    }
-    const int fd = conn.fd();
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      handshaking.insert(fd);
-    }
-    workers.emplace_back([&, fd, from, c = std::move(conn)]() mutable {
-      setLogRank(p.rank);
+    std::vector<pollfd> none;
+    std::vector<HandshakeServer::Arrival> arrivals;
+    MIXCCL_CHECK(server.serve(&none, deadline.remainingMs(100), &arrivals));
+    for (HandshakeServer::Arrival& a : arrivals) {
       int rank = -1, index = -1;
-      bool ok = admitConnection(c, from, p, peers, deadline, &rank, &index);
-      std::lock_guard<std::mutex> lock(mu);
-      handshaking.erase(fd);  // before c closes, so the cut below never hits a reused fd
-      if (!ok) return;
+      if (!checkConnHello(a, p, peers, &rank, &index)) continue;
       if ((*conns)[rank][index].valid()) {
         raiseError(mixcclRemoteError, "rank %d: refused a second connection claiming rank %d "
                                       "socket %d", p.rank, rank, index);
-        return;
+        continue;
       }
-      (*conns)[rank][index] = std::move(c);
+      (*conns)[rank][index] = std::move(a.conn);
       ++accepted;
-    });
+    }
   }
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    for (int fd : handshaking) ::shutdown(fd, SHUT_RDWR);
-  }
-  for (std::thread& w : workers) w.join();
-  return result;
+  server.cutPending();
+  return mixcclSuccess;
 }
 
 Result connectToLowerRanks(const MeshParams& p, const std::vector<PeerInfo>& peers,
@@ -137,8 +107,7 @@ Result connectToLowerRanks(const MeshParams& p, const std::vector<PeerInfo>& pee
     const int nsocks = meshConnectionsTo(p, peers, peer);
     for (int i = 0; i < nsocks; ++i) {
       Socket conn;
-      MIXCCL_CHECK(connectBefore(addr, deadline, &conn));
-      MIXCCL_CHECK(authenticateClient(conn, p.secret, deadline, what.c_str()));
+      MIXCCL_CHECK(connectAuthenticated(addr, p.secret, deadline, what.c_str(), &conn));
       ConnHello hello{kConnMagic, p.rank, p.commHash, i, nsocks};
       MIXCCL_CHECK(sendAllBefore(conn, &hello, sizeof(hello), deadline, what.c_str()));
       (*conns)[peer][i] = std::move(conn);
