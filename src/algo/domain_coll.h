@@ -32,10 +32,11 @@ class DomainColl {
 // mixccl's ring algorithms over the domain's ranks (members are communicator ranks).
 class HostDomainColl : public DomainColl {
  public:
+  // stamp: the call stamp of the collective these steps belong to (algo/transfers.h).
   HostDomainColl(Proxy& proxy, const Deadline& deadline, const std::vector<int>& members,
-                 int index, size_t chunkBytes)
+                 int index, size_t chunkBytes, uint64_t stamp = 0)
       : proxy_(proxy), deadline_(deadline), members_(members), index_(index),
-        chunkBytes_(chunkBytes) {}
+        chunkBytes_(chunkBytes), stamp_(stamp) {}
   int rank() const override { return index_; }
   int size() const override { return (int)members_.size(); }
   Result reduceScatter(const void* send, void* recv, size_t recvcount, mixcclDataType_t type,
@@ -51,6 +52,7 @@ class HostDomainColl : public DomainColl {
   const std::vector<int>& members_;
   int index_;
   size_t chunkBytes_;
+  uint64_t stamp_;
 };
 
 // The adaptor's native collectives on its communicator (host-memory adaptors only: the

@@ -398,22 +398,6 @@ size_t dataTypeSize(mixcclDataType_t type) {
   }
 }
 
-bool isValidDataType(int type) { return type >= 0 && type < mixcclNumTypes; }
-
-bool isValidRedOp(int op) { return op >= 0 && op < mixcclNumOps; }
-
-const char* dataTypeName(mixcclDataType_t type) {
-  static const char* const kNames[mixcclNumTypes] = {"int8",   "uint8",    "int32",  "uint32",
-                                                     "int64",  "uint64",   "half",   "float",
-                                                     "double", "bfloat16", "f8e4m3", "f8e5m2"};
-  return isValidDataType(type) ? kNames[type] : "unknown";
-}
-
-const char* redOpName(mixcclRedOp_t op) {
-  static const char* const kNames[mixcclNumOps] = {"sum", "prod", "max", "min", "avg"};
-  return isValidRedOp(op) ? kNames[op] : "unknown";
-}
-
 void reduce(void* dst, const void* a, const void* b, size_t count, mixcclDataType_t type,
             mixcclRedOp_t op) {
   if (count == 0 || !isValidDataType(type) || !isValidRedOp(op)) return;

@@ -15,20 +15,13 @@
 
 #include <cstddef>
 
+#include "base/type_names.h"
 #include "mixccl.h"
 
 namespace mixccl {
 
 // Bytes per element; 0 for an invalid type.
 size_t dataTypeSize(mixcclDataType_t type);
-
-bool isValidDataType(int type);
-bool isValidRedOp(int op);
-
-// nccl-tests names ("float", "bfloat16", "f8e4m3", ...; "sum", "avg", ...); "unknown" when
-// out of range.
-const char* dataTypeName(mixcclDataType_t type);
-const char* redOpName(mixcclRedOp_t op);
 
 // dst[i] = a[i] op b[i] for i < count (mixcclAvg performs Sum). dst may be the same pointer as
 // a and/or b; partially overlapping buffers are not supported. Invalid type or op: no-op.

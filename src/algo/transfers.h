@@ -41,15 +41,22 @@ class Transfers {
   // The memory kind of every buffer posted from now on (device memory only where the pair's
   // connections agreed to move it, core/device_direct.h).
   void setMemory(MemoryKind m) { memory_ = m; }
+  // The call stamp (base/call_stamp.h) of every op posted from now on: the collective these
+  // transfers belong to (0, the default: none). A receive fails with mixcclInvalidUsage when
+  // the matching message carries another.
+  void setStamp(uint64_t stamp) { stamp_ = stamp; }
+  uint64_t stamp() const { return stamp_; }
 
   Transfer send(int peer, const void* buf, size_t bytes) {
     ops_.emplace_back(TransportRequest::Kind::Send, commRank(peer), const_cast<void*>(buf), bytes,
                       memory_);
+    ops_.back().stamp = stamp_;
     proxy_.post(&ops_.back());
     return Transfer(&ops_.back());
   }
   Transfer recv(int peer, void* buf, size_t bytes) {
     ops_.emplace_back(TransportRequest::Kind::Recv, commRank(peer), buf, bytes, memory_);
+    ops_.back().stamp = stamp_;
     proxy_.post(&ops_.back());
     return Transfer(&ops_.back());
   }
@@ -72,6 +79,7 @@ class Transfers {
   Deadline deadline_;
   const std::vector<int>* members_ = nullptr;
   MemoryKind memory_ = MemoryKind::Host;
+  uint64_t stamp_ = 0;
   std::deque<TransportRequest> ops_;
 };
 

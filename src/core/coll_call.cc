@@ -1,5 +1,7 @@
 #include "core/coll_call.h"
 
+#include "base/call_stamp.h"
+
 #include "algo/reduce.h"
 
 namespace mixccl {
@@ -20,6 +22,17 @@ CollDesc collDescOf(const CollCall& call) {
   d.root = s.rooted ? call.root : -1;
   d.count = call.count;
   return d;
+}
+
+uint64_t callStampOf(const CollCall& call) {
+  const CollDesc d = collDescOf(call);
+  CallStamp s;
+  s.kind = d.kind;
+  s.datatype = d.datatype;
+  s.op = d.op;
+  s.root = d.root;
+  s.count = d.count;
+  return encodeCallStamp(s);
 }
 
 std::string describeCollDesc(const CollDesc& d) {

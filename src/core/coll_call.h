@@ -39,6 +39,9 @@ struct CollDesc {
 
 CollDesc collDescOf(const CollCall& call);
 
+// The stamp every message of the call carries (base/call_stamp.h), from the same fields.
+uint64_t callStampOf(const CollCall& call);
+
 // "mixcclAllReduce (count 12, datatype float32, op sum)". Every field is range-checked before
 // it indexes a name table: descriptors also come from other processes.
 std::string describeCollDesc(const CollDesc& d);

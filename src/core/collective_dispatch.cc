@@ -130,7 +130,7 @@ Result runAcrossDomains(Comm* comm, CollContext& c, const CollCall& call, bool u
                                      index, (int)mine.ranks.size()));
   else
     local.reset(new HostDomainColl(*comm->proxy, c.transfers.deadline(), mine.ranks, index,
-                                   c.chunkBytes));
+                                   c.chunkBytes, c.transfers.stamp()));
   HierContext h{map, comm->rank, *local, c.transfers, env().hierPieceBytes};
   if (call.kind == CollKind::AllReduce)
     return hierarchicalAllReduce(h, call.sendbuf, call.recvbuf, call.count, call.type, call.op);

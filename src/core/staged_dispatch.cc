@@ -125,9 +125,11 @@ Result runStaged(Comm* comm, const CollCall& call, const PreMulSumOp* preMul) {
   if (comm->deviceDirect.all && directInPlace(comm, call, &direct, &own)) {
     MIXCCL_CHECK(checkNative(t, "eventCreate", t.eventCreate(&job->event)));
     direct.stream = nullptr;
-    job->run = [comm, direct]() {
+    const uint64_t stamp = callStampOf(call);
+    job->run = [comm, direct, stamp]() {
       Transfers tr(*comm->proxy, Deadline::afterSeconds(comm->config.timeoutS));
       tr.setMemory(MemoryKind::Device);
+      tr.setStamp(stamp);
       CollContext ctx{comm->rank, comm->nranks, tr, comm->tuning.chunkBytes,
                       comm->tuning.rhThresholdBytes};
       Result r = runFlat(ctx, direct);
@@ -160,7 +162,8 @@ Result runStaged(Comm* comm, const CollCall& call, const PreMulSumOp* preMul) {
     }
   }
   const bool scale = preMul != nullptr && sendBytes != 0;
-  job->run = [comm, host, scale, scaling, sendBytes]() {
+  const uint64_t stamp = callStampOf(call);
+  job->run = [comm, host, scale, scaling, sendBytes, stamp]() {
     if (scale) {
       const void* factor =
           scaling.residence == mixcclScalarDevice ? scaling.location : scaling.value;
@@ -168,6 +171,7 @@ Result runStaged(Comm* comm, const CollCall& call, const PreMulSumOp* preMul) {
               host.type, factor);
     }
     Transfers tr(*comm->proxy, Deadline::afterSeconds(comm->config.timeoutS));
+    tr.setStamp(stamp);
     CollContext ctx{comm->rank, comm->nranks, tr, comm->tuning.chunkBytes,
                       comm->tuning.rhThresholdBytes};
     // One domain stages only for a pre-multiplied sum (its library cannot scale): mixccl's

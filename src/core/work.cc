@@ -73,6 +73,7 @@ Result runOneCollective(Comm* comm, WorkItem* w, const Deadline* deadline) {
     applyPreMulSum(w->preMul, comm->rank, comm->nranks, &w->call, &w->scaled);
   if (!stagedPreMul && slotsTake(comm, w->call)) return runOnSlots(comm, w->call);
   Transfers t(*comm->proxy, deadline ? *deadline : Deadline::afterSeconds(comm->config.timeoutS));
+  t.setStamp(callStampOf(w->call));
   CollContext ctx{comm->rank, comm->nranks, t, comm->tuning.chunkBytes,
                   comm->tuning.rhThresholdBytes};
   Result r = runCollective(comm, ctx, w->call, stagedPreMul ? &w->preMul : nullptr);

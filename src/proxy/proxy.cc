@@ -423,8 +423,12 @@ void Proxy::failEverything() {
   // arrives.
   int culprit = health_.culprit();
   uint32_t who = culprit >= 0 ? (uint32_t)culprit : UINT32_MAX;
-  for (ControlChannel& c : control_)
-    if (c.valid() && c.peer() != culprit) c.send(kFrameFlagPeerFailed, who, false, failureNotice_);
+  for (ControlChannel& c : control_) {
+    if (!c.valid()) continue;
+    // Mismatched calls: every rank hears of both calls, not of a failed rank.
+    if (mismatchNotice_.flags == kFrameFlagCallMismatch) c.send(mismatchNotice_);
+    else if (c.peer() != culprit) c.send(kFrameFlagPeerFailed, who, false, failureNotice_);
+  }
   // Connections let go of every request first: a library transport (UCX) may still write into
   // a receive's buffer until it has cancelled it, and the poster may reuse the buffer as soon
   // as the request is failed. Requests the abandon finished are no longer live.

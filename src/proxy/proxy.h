@@ -79,6 +79,7 @@ class Proxy : private TransportEvents {
   void complete(TransportRequest* r, Result result) override;
   void peerFailed(int peer, const std::string& what) override;
   void protocolError(int peer, const std::string& what) override;
+  void callMismatch(int peer, uint64_t theirs, uint64_t mine) override;
   void peerLeft(int peer, bool pendingWork) override;
   void setInterest(Connection* c, int lane, int fd, uint32_t events) override;
   void ringDoorbell(int peer) override;
@@ -90,10 +91,12 @@ class Proxy : private TransportEvents {
   void drainIncoming();
   void failEverything();
   void pumpControl(int peer);
-  // A control frame that is a notice (peer-failed or waiting); other frames are left alone.
+  // A control frame that is a notice (peer-failed, waiting or mismatched calls); other frames
+  // are left alone.
   void handleNotice(int from, const FrameHeader& h, const std::string& payload);
   void handlePeerFailedNotice(int from, const FrameHeader& h, const std::string& payload);
   void handleWaitingNotice(int from, const FrameHeader& h, const std::string& payload);
+  void handleCallMismatchNotice(int from, const FrameHeader& notice);
   // The connection to peer broke: the communicator fails, naming peer and what happened.
   void failConnection(int peer, const std::string& what);
   // The stall bookkeeping (stall_tracker.h): how much moved with each peer waited for; this
@@ -154,6 +157,9 @@ class Proxy : private TransportEvents {
   int unpolledLanes_ = 0;      // lane fds of connections that poll() does not drive (sockets)
   unsigned fdlessRounds_ = 0;  // rounds that could skip epoll (progressOnce)
   int failureListener_ = -1;  // our wake-up in health_'s listeners
+  // The notice of mismatched calls this rank found or heard of (flags 0: none), sent to every
+  // peer when the communicator fails (kFrameFlagCallMismatch).
+  FrameHeader mismatchNotice_{};
 };
 
 }  // namespace mixccl

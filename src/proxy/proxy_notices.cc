@@ -2,10 +2,11 @@
 // wait_notice.h): the peer-failed notice a failing rank sends, and how a rank that hears one
 // reports it; the waiting notices that let a rank whose wait runs out blame the rank that
 // stopped rather than one that waits for it (stall_tracker.h, docs/reliability.md "Naming the
-// cause").
+// cause"); the notice of mismatched calls (docs/reliability.md "Mismatched calls").
 #include <algorithm>
 #include <chrono>
 
+#include "base/call_stamp.h"
 #include "proxy/proxy.h"
 #include "transport/wait_notice.h"
 
@@ -23,6 +24,7 @@ Clock::duration waitingNoticeLead(double timeoutS) {
 void Proxy::handleNotice(int from, const FrameHeader& h, const std::string& payload) {
   if (h.flags == kFrameFlagPeerFailed) handlePeerFailedNotice(from, h, payload);
   if (h.flags == kFrameFlagWaiting) handleWaitingNotice(from, h, payload);
+  if (h.flags == kFrameFlagCallMismatch) handleCallMismatchNotice(from, h);
 }
 
 void Proxy::handlePeerFailedNotice(int from, const FrameHeader& h, const std::string& payload) {
@@ -106,6 +108,41 @@ void Proxy::failOnTimeout(const TransportRequest* r) {
                        " (MIXCCL_TIMEOUT_S)",
                    n.edges[0].peer))
     failureNotice_ = encodeWaitNotice(n);
+}
+
+// The failure's notice to the peers then carries both calls (failEverything), so a rank whose
+// part of the call only sends (a Broadcast's root), or that waits on another peer, names them
+// too instead of a failed rank.
+void Proxy::callMismatch(int peer, uint64_t theirs, uint64_t mine) {
+  if (health_.failed()) return;
+  mismatchNotice_ = FrameHeader{kFrameMagic, (uint32_t)peer, theirs, (uint64_t)params_.rank, 0,
+                                kFrameFlagCallMismatch, mine};
+  health_.fail(mixcclInvalidUsage,
+               me() + ": " + callMismatchMessage(params_.peerNames[peer], theirs, params_.rank, mine));
+}
+
+// notice: seq = the rank whose message did not match, total = its stamp, offset = the rank
+// that found it, stamp = that rank's. Relayed as it came, so every rank names the same two.
+void Proxy::handleCallMismatchNotice(int from, const FrameHeader& notice) {
+  const uint64_t n = (uint64_t)params_.nranks;
+  if (notice.seq >= n || notice.offset >= n || notice.seq == notice.offset) {
+    health_.fail(mixcclRemoteError, me() + ": " + params_.peerNames[from] +
+                                        " sent an invalid frame on its control connection");
+    return;
+  }
+  const int sender = (int)notice.seq, finder = (int)notice.offset;
+  std::string what;
+  if (sender == params_.rank)
+    what = callMismatchMessage(params_.peerNames[finder], notice.stamp, params_.rank, notice.total);
+  else if (finder == params_.rank)
+    what = callMismatchMessage(params_.peerNames[sender], notice.total, params_.rank, notice.stamp);
+  else
+    what = params_.peerNames[sender] + " called " + describeCallStamp(notice.total) + " while " +
+           params_.peerNames[finder] + " called " + describeCallStamp(notice.stamp) +
+           ": mismatched calls";
+  mismatchNotice_ = notice;
+  health_.fail(mixcclInvalidUsage,
+               me() + ": " + what + " (reported by " + params_.peerNames[from] + ")");
 }
 
 }  // namespace mixccl

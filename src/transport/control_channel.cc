@@ -13,6 +13,7 @@ bool isControlHeader(const FrameHeader& h) {
   switch (h.flags) {
     case kFrameFlagBye:
     case kFrameFlagDoorbell:
+    case kFrameFlagCallMismatch:
       return h.length == 0;
     case kFrameFlagPeerFailed:
       return h.length <= kWaitNoticeMaxBytes;
@@ -36,9 +37,17 @@ void ControlChannel::send(uint32_t flags, uint32_t seq, bool droppable, const st
   if (!socket_.valid()) return;
   flush();
   if (!out_.empty() && droppable) return;
-  FrameHeader h{kFrameMagic, seq, 0, 0, (uint32_t)payload.size(), flags};
+  FrameHeader h{kFrameMagic, seq, 0, 0, (uint32_t)payload.size(), flags, 0};
   out_.append(reinterpret_cast<const char*>(&h), sizeof(h));
   out_.append(payload);
+  flush();
+}
+
+void ControlChannel::send(const FrameHeader& frame) {
+  if (!socket_.valid()) return;
+  FrameHeader h = frame;
+  h.length = 0;
+  out_.append(reinterpret_cast<const char*>(&h), sizeof(h));
   flush();
 }
 

@@ -32,6 +32,8 @@ class ControlChannel {
   // socket takes now. A droppable frame (a doorbell) is dropped while bytes are still queued:
   // those wake the peer just as well.
   void send(uint32_t flags, uint32_t seq, bool droppable, const std::string& payload = {});
+  // Queues a whole header without payload (a notice that uses more fields than seq).
+  void send(const FrameHeader& frame);
   // Writes queued bytes; what does not fit waits for the next call.
   void flush();
   // Reads one whole frame (header into *frame, payload into *payload) if one is there. Ended:

@@ -19,8 +19,9 @@ struct FrameHeader {
   uint64_t offset;  // where this frame's bytes go in the message
   uint32_t length;  // bytes of payload after this header
   uint32_t flags;   // 0 for data, else exactly one of the flags below
+  uint64_t stamp;   // data: the call stamp of the message (base/call_stamp.h); control: see flags
 };
-static_assert(sizeof(FrameHeader) == 32, "FrameHeader is part of the wire format");
+static_assert(sizeof(FrameHeader) == 40, "FrameHeader is part of the wire format");
 
 // The last frame a rank sends on a stream (and on its control connection) when it leaves
 // cleanly, so that the end of the connection that follows is not mistaken for a crash.
@@ -41,6 +42,11 @@ constexpr uint32_t kFrameFlagWaiting = 16u;
 // Shared-memory ring: the payload is a CmaDescriptor of the whole message, to be read from the
 // sender's memory.
 constexpr uint32_t kFrameFlagCma = 8u;
+// Control connection: mixcclInvalidUsage for mismatched calls. Rank `offset` found a message
+// from rank seq carrying the call stamp `total` where its own call, stamped `stamp`, expected
+// one; length 0. Every rank that hears it fails naming both calls and passes it on as it came
+// (a rank whose part only sends would otherwise learn of the mismatch only as a failed peer).
+constexpr uint32_t kFrameFlagCallMismatch = 32u;
 
 enum class FrameCheck { Ok, BadMagic, BadFlags, SizeMismatch, OutOfBounds, Overfull };
 

@@ -56,7 +56,7 @@ bool ShmConnection::startDescriptorSend(Lane& l, TransportRequest* r) {
   if (!link_->cmaSend || r->bytes < link_->cmaThreshold) return false;
   // Large message: the receiver copies it straight from our memory (one copy).
   l.sendHdr = FrameHeader{kFrameMagic, r->seq, r->bytes, 0, (uint32_t)sizeof(CmaDescriptor),
-                          kFrameFlagCma};
+                          kFrameFlagCma, r->stamp};
   CmaDescriptor d{(uint64_t)(uintptr_t)r->buf, r->bytes};
   memcpy(l.sendDesc, &d, sizeof(d));
   return true;

@@ -61,7 +61,7 @@ size_t SocketConnection::frameBytesFor(const TransportRequest& r) const {
 }
 
 void SocketConnection::laneGoodbye(Lane& l) {
-  FrameHeader bye{kFrameMagic, 0, 0, 0, 0, kFrameFlagBye};
+  FrameHeader bye{kFrameMagic, 0, 0, 0, 0, kFrameFlagBye, 0};
   // Best effort and silent: a peer that already left needs no goodbye.
   ssize_t rc = ::send(l.fd, &bye, sizeof(bye), MSG_NOSIGNAL | MSG_DONTWAIT);
   (void)rc;

@@ -109,7 +109,8 @@ bool StreamConnection::assignFrame(Lane& l) {
     return true;
   }
   size_t len = std::min(frameBytesFor(*op), op->bytes - op->assigned);
-  l.sendHdr = FrameHeader{kFrameMagic, op->seq, op->bytes, op->assigned, (uint32_t)len, 0};
+  l.sendHdr = FrameHeader{kFrameMagic, op->seq, op->bytes, op->assigned, (uint32_t)len, 0,
+                          op->stamp};
   l.sendOp = op;
   l.sendHdrDone = 0;
   l.sendBodyDone = 0;
@@ -183,6 +184,12 @@ bool StreamConnection::matchFrame(Lane& l) {
       (h.magic == kFrameMagic && idx < recvSlots_.size()) ? recvSlots_[idx] : nullptr;
   // Descriptors only where the subclass can act on them; anywhere else, bad flags.
   bool descriptor = acceptsDescriptors() && h.flags == kFrameFlagCma;
+  // A frame of another call: named before its size is judged, which then differs too as often
+  // as not and would only say "mismatched calls?".
+  if (op && (h.flags == 0 || descriptor) && h.stamp != op->stamp) {
+    events_->callMismatch(peer(), h.stamp, op->stamp);
+    return false;
+  }
   FrameCheck check = !op ? (h.magic == kFrameMagic ? FrameCheck::OutOfBounds : FrameCheck::BadMagic)
                      : descriptor ? validateDescriptorFrame(h, *op)
                                   : validateFrame(h, op->bytes, op->done, op->knownTotal);

@@ -42,6 +42,9 @@ struct TransportRequest {
   char* buf = nullptr;
   size_t bytes = 0;
   MemoryKind memory = MemoryKind::Host;
+  // The call stamp (base/call_stamp.h) this message carries and the one a receive expects
+  // (0: no collective). Set by the poster before post().
+  uint64_t stamp = 0;
 
   // The transport's bookkeeping, touched only by whoever drives progress.
   uint32_t seq = 0;          // message number of this (peer, direction)
@@ -67,6 +70,9 @@ class TransportEvents {
   virtual void peerFailed(int peer, const std::string& what) = 0;
   // The peer broke the protocol (invalid frame, ...): fails the communicator with message.
   virtual void protocolError(int peer, const std::string& what) = 0;
+  // A message from peer carries the call stamp theirs where the receive posted for it expects
+  // mine: the ranks made different calls. Fails the communicator with mixcclInvalidUsage.
+  virtual void callMismatch(int peer, uint64_t theirs, uint64_t mine) = 0;
   // The peer's stream ended cleanly (its goodbye); pendingWork: it left with ours outstanding.
   virtual void peerLeft(int peer, bool pendingWork) = 0;
   // Readiness the connection wants to hear of on fd (EPOLLIN/EPOLLOUT/EPOLLRDHUP; 0: none),

@@ -173,7 +173,7 @@ TEST(ProxyStall, AnswersANoticeThatWaitsForItAtOnce) {
     answered = r->nextFrame(1, 2, &h, &payload);
     answeredAfter = std::chrono::duration<double>(Clock::now() - sent).count();
     // Then rank 2's message arrives and the wait ends well.
-    FrameHeader data{kFrameMagic, 0, sizeof(buf), 0, (uint32_t)sizeof(buf), 0};
+    FrameHeader data{kFrameMagic, 0, sizeof(buf), 0, (uint32_t)sizeof(buf), 0, 0};
     std::string bytes(reinterpret_cast<const char*>(&data), sizeof(data));
     bytes.append(sizeof(buf), 'x');
     EXPECT_EQ(::send(r->data[2].fd(), bytes.data(), bytes.size(), MSG_NOSIGNAL), (ssize_t)bytes.size());

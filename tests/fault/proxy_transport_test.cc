@@ -276,25 +276,30 @@ struct Hostile {
   std::vector<FrameHeader> headers;  // written one after the other, each with its payload
   size_t payloadOverride;            // bytes of payload after the last header (SIZE_MAX: all)
   const char* mention;
+  Result code = mixcclRemoteError;   // what the receive ends with
 };
 
 TEST(ProxyTransport, HostileFramesEndTheReceiveWithoutTouchingOtherMemory) {
   const size_t posted = 100;
   const Hostile cases[] = {
-      {"bad magic", {{0x12345678, 0, posted, 0, (uint32_t)posted, 0}}, SIZE_MAX, "invalid frame"},
-      {"unknown flags", {{kFrameMagic, 0, posted, 0, (uint32_t)posted, 0x80}}, SIZE_MAX,
+      {"bad magic", {{0x12345678, 0, posted, 0, (uint32_t)posted, 0, 0}}, SIZE_MAX, "invalid frame"},
+      {"unknown flags", {{kFrameMagic, 0, posted, 0, (uint32_t)posted, 0x80, 0}}, SIZE_MAX,
        "invalid frame"},
-      {"huge total", {{kFrameMagic, 0, 1ull << 60, 0, 4096, 0}}, SIZE_MAX, "bytes to a receive"},
-      {"beyond the message", {{kFrameMagic, 0, posted, 90, 20, 0}}, SIZE_MAX, "invalid frame"},
-      {"offset overflow", {{kFrameMagic, 0, posted, UINT64_MAX - 5, 10, 0}}, SIZE_MAX,
+      {"huge total", {{kFrameMagic, 0, 1ull << 60, 0, 4096, 0, 0}}, SIZE_MAX, "bytes to a receive"},
+      {"beyond the message", {{kFrameMagic, 0, posted, 90, 20, 0, 0}}, SIZE_MAX, "invalid frame"},
+      {"offset overflow", {{kFrameMagic, 0, posted, UINT64_MAX - 5, 10, 0, 0}}, SIZE_MAX,
        "invalid frame"},
       {"overfull",
-       {{kFrameMagic, 0, posted, 0, 60, 0}, {kFrameMagic, 0, posted, 0, 60, 0}},
+       {{kFrameMagic, 0, posted, 0, 60, 0, 0}, {kFrameMagic, 0, posted, 0, 60, 0, 0}},
        SIZE_MAX, "invalid frame"},
-      {"truncated payload", {{kFrameMagic, 0, posted, 0, (uint32_t)posted, 0}}, 50, "closed"},
-      {"bye with a receive pending", {{kFrameMagic, 0, 0, 0, 0, kFrameFlagBye}}, 0,
+      {"truncated payload", {{kFrameMagic, 0, posted, 0, (uint32_t)posted, 0, 0}}, 50, "closed"},
+      {"bye with a receive pending", {{kFrameMagic, 0, 0, 0, 0, kFrameFlagBye, 0}}, 0,
        "with operations pending"},
       {"end of stream", {}, 0, "closed the connection"},
+      // A frame of another call (the receive expects no collective): both calls named.
+      {"another call's stamp", {{kFrameMagic, 0, posted, 0, (uint32_t)posted, 0, (1ull << 60) | 5}},
+       SIZE_MAX, "called mixcclAllReduce (count 5, datatype int8, op sum) while this rank",
+       mixcclInvalidUsage},
   };
   for (const Hostile& h : cases) {
     SCOPED_TRACE(h.name);
@@ -317,7 +322,7 @@ TEST(ProxyTransport, HostileFramesEndTheReceiveWithoutTouchingOtherMemory) {
     double took = fault_now() - t0;
     std::string msg;
     e.health.error(&msg);
-    EXPECT_EQ(r, mixcclRemoteError) << msg;
+    EXPECT_EQ(r, h.code) << msg;
     EXPECT_LT(took, 1.0);
     EXPECT_NE(msg.find(h.mention), std::string::npos) << msg;
     EXPECT_NE(msg.find("rank 1"), std::string::npos) << msg;
@@ -330,7 +335,7 @@ TEST(ProxyTransport, EarlyFrameWaitsForItsReceive) {
   std::unique_ptr<Exposed> ex = makeExposed();
   Exposed& e = *ex;
   const char text[] = "early bird";
-  FrameHeader hdr{kFrameMagic, 0, sizeof(text), 0, (uint32_t)sizeof(text), 0};
+  FrameHeader hdr{kFrameMagic, 0, sizeof(text), 0, (uint32_t)sizeof(text), 0, 0};
   ASSERT_EQ(send(e.raw.fd(), &hdr, sizeof(hdr), MSG_NOSIGNAL), (ssize_t)sizeof(hdr));
   ASSERT_EQ(send(e.raw.fd(), text, sizeof(text), MSG_NOSIGNAL), (ssize_t)sizeof(text));
   std::this_thread::sleep_for(std::chrono::milliseconds(50));

@@ -101,7 +101,7 @@ TEST(UniqueId, GarbageIsRejected) {
 }
 
 FrameHeader frame(uint64_t total, uint64_t offset, uint32_t length) {
-  return FrameHeader{kFrameMagic, 0, total, offset, length, 0};
+  return FrameHeader{kFrameMagic, 0, total, offset, length, 0, 0};
 }
 
 TEST(Frame, AcceptsFramesInsideThePostedMessage) {

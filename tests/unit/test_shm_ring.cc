@@ -146,7 +146,7 @@ TEST(ShmTransport, SegmentNamesAreDeterministicPerDirection) {
 }
 
 TEST(ShmTransport, CmaFrameMustDescribeTheWholePostedReceive) {
-  FrameHeader ok{kFrameMagic, 3, 1 << 20, 0, sizeof(CmaDescriptor), kFrameFlagCma};
+  FrameHeader ok{kFrameMagic, 3, 1 << 20, 0, sizeof(CmaDescriptor), kFrameFlagCma, 0};
   EXPECT_EQ(validateCmaFrame(ok, 1 << 20, 0, UINT64_MAX), FrameCheck::Ok);
   EXPECT_EQ(validateCmaFrame(ok, 1000, 0, UINT64_MAX), FrameCheck::SizeMismatch);
   EXPECT_EQ(validateCmaFrame(ok, 1 << 20, 4096, 1 << 20), FrameCheck::Overfull);  // half received

@@ -215,7 +215,7 @@ struct Pair {
   ~Pair() { close(peer); }
   void write(const void* p, size_t n) { EXPECT_EQ(::write(peer, p, n), (ssize_t)n); }
   void header(uint32_t flags, uint32_t seq, uint32_t length) {
-    FrameHeader h{kFrameMagic, seq, 0, 0, length, flags};
+    FrameHeader h{kFrameMagic, seq, 0, 0, length, flags, 0};
     write(&h, sizeof(h));
   }
   ControlChannel channel;
@@ -270,6 +270,7 @@ TEST(ControlChannelFrames, RefusesHeadersNoControlFrameHasForGood) {
       {kFrameMagic, kFrameFlagBye | kFrameFlagDoorbell, 0},           // two flags
       {kFrameMagic, kFrameFlagCma, 0},                                // a ring's flag
       {kFrameMagic, kFrameFlagDoorbell, 4},                           // a doorbell with payload
+      {kFrameMagic, kFrameFlagCallMismatch, 8},                       // a mismatch notice, too
       {kFrameMagic, kFrameFlagWaiting, 0},                            // a wait list without one
       {kFrameMagic, kFrameFlagPeerFailed, (uint32_t)kWaitNoticeMaxBytes + 1},  // too long
       {kFrameMagic, kFrameFlagWaiting, 1u << 31},                     // far too long
@@ -278,7 +279,7 @@ TEST(ControlChannelFrames, RefusesHeadersNoControlFrameHasForGood) {
     SCOPED_TRACE("magic " + std::to_string(c.magic) + " flags " + std::to_string(c.flags) +
                  " length " + std::to_string(c.length));
     Pair p;
-    FrameHeader h{c.magic, 0, 0, 0, c.length, c.flags};
+    FrameHeader h{c.magic, 0, 0, 0, c.length, c.flags, 0};
     EXPECT_FALSE(isControlHeader(h));
     p.write(&h, sizeof(h));
     p.header(kFrameFlagDoorbell, 0, 0);  // a good frame after a bad one is not read

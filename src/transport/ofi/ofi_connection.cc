@@ -94,8 +94,11 @@ bool OfiConnection::post(const Piece& p) {
   op->offset = p.offset;
   op->len = p.len;
   op->tag = ofiTag(key_, p.bye, p.send ? rank_ : peer(), p.seq);
-  ssize_t rc = p.send ? fi_tsend(ep_->ep(), buf, p.len, desc, addr_, op->tag, &op->context)
-                      : fi_trecv(ep_->ep(), buf, p.len, desc,
+  // Data pieces carry the call stamp as remote completion data; a bye carries none.
+  ssize_t rc = p.send && p.bye ? fi_tsend(ep_->ep(), buf, p.len, desc, addr_, op->tag, &op->context)
+               : p.send ? fi_tsenddata(ep_->ep(), buf, p.len, desc, p.request->stamp, addr_,
+                                       op->tag, &op->context)
+                        : fi_trecv(ep_->ep(), buf, p.len, desc,
                                  ep_->directedRecv() ? addr_ : FI_ADDR_UNSPEC, op->tag, 0,
                                  &op->context);
   if (rc == 0) return true;
@@ -125,7 +128,7 @@ void OfiConnection::requestPieceDone(TransportRequest* r) {
   if (!send) checkLeft();
 }
 
-void OfiConnection::opDone(OfiOp* op, size_t len) {
+void OfiConnection::opDone(OfiOp* op, size_t len, uint64_t stamp) {
   OfiOp copy = *op;
   ep_->freeOp(op);
   if (copy.bye) {
@@ -138,6 +141,11 @@ void OfiConnection::opDone(OfiOp* op, size_t len) {
     return;
   }
   TransportRequest* r = copy.request;
+  if (!copy.send && stamp != r->stamp) {
+    // Judged before the size, which differs too as often as not: the stamp names the call.
+    events_->callMismatch(peer(), stamp, r->stamp);
+    return;
+  }
   if (!copy.send && len != copy.len) {
     // A shorter message matched the receive: the calls differ between the two ranks.
     events_->protocolError(peer(), "sent a message of " +

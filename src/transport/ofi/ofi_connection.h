@@ -59,7 +59,7 @@ class OfiConnection : public Connection, private OfiOpOwner {
     uint32_t seq = 0;
   };
 
-  void opDone(OfiOp* op, size_t len) override;
+  void opDone(OfiOp* op, size_t len, uint64_t stamp) override;
   void opFailed(OfiOp* op, const fi_cq_err_entry& err, const std::string& text) override;
   void retryBacklog() override;
 

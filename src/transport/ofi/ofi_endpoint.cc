@@ -149,7 +149,8 @@ int OfiEndpoint::progress() {
         OfiOp* op = static_cast<OfiOp*>(entries[i].op_context);
         if (!op || !ops_.count(op)) continue;  // not ours (cannot happen) or already dropped
         if (op->owner)
-          op->owner->opDone(op, op->send ? op->len : entries[i].len);
+          op->owner->opDone(op, op->send ? op->len : entries[i].len,
+                            (entries[i].flags & FI_REMOTE_CQ_DATA) ? entries[i].data : 0);
         else
           freeOp(op);
         if (closed_) return handled;

@@ -47,8 +47,9 @@ struct OfiOp {
 class OfiOpOwner {
  public:
   virtual ~OfiOpOwner() = default;
-  // op finished; len: bytes received (receives) or sent.
-  virtual void opDone(OfiOp* op, size_t len) = 0;
+  // op finished; len: bytes received (receives) or sent; stamp: a receive's remote completion
+  // data (the sender's call stamp), 0 where the message carried none.
+  virtual void opDone(OfiOp* op, size_t len, uint64_t stamp) = 0;
   // op failed: err is libfabric's entry, text its explanation (fi_cq_strerror).
   virtual void opFailed(OfiOp* op, const fi_cq_err_entry& err, const std::string& text) = 0;
   // Room may have appeared in the queues: post what fi_tsend/fi_trecv refused (FI_EAGAIN).

@@ -26,6 +26,9 @@ OfiInfoPtr makeHints(const std::string& providers, uint64_t extraCaps) {
   if (extraCaps & FI_HMEM) hints->domain_attr->mr_mode |= FI_MR_HMEM;
   // Every call into libfabric happens under the proxy's progress lock: one thread at a time.
   hints->domain_attr->threading = FI_THREAD_DOMAIN;
+  // Every data message carries its call stamp (base/call_stamp.h) as 8 bytes of remote
+  // completion data: providers that cannot deliver them are not offered.
+  hints->domain_attr->cq_data_size = sizeof(uint64_t);
   hints->fabric_attr->prov_name = strdup(providers.c_str());  // fi_freeinfo frees it
   return hints;
 }

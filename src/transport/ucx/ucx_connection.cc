@@ -188,13 +188,64 @@ void UcxConnection::postTagSend(Op* op, const void* buf, size_t bytes, uint64_t 
   }
 }
 
+// The stamp goes as its own part of an IOV datatype rather than in the tag, whose 64 bits hold
+// the key and the message number: UCX packs small messages into one eager buffer either way,
+// and a large one's rendezvous moves the payload straight from the user's buffer.
+namespace {
+ucp_request_param_t stampedParam(UcxConnection::Op* op, void* buf, size_t bytes) {
+  op->iov[0].buffer = &op->stamp;
+  op->iov[0].length = sizeof(op->stamp);
+  op->iov[1].buffer = buf;
+  op->iov[1].length = bytes;
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                   UCP_OP_ATTR_FIELD_DATATYPE;
+  p.datatype = ucp_dt_make_iov();
+  p.user_data = op;
+  return p;
+}
+}  // namespace
+
+void UcxConnection::postStampedSend(Op* op, TransportRequest* r, uint64_t tag) {
+  op->stamp = r->stamp;
+  ucp_request_param_t p = stampedParam(op, r->buf, r->bytes);
+  p.cb.send = onSendDone;
+  ucs_status_ptr_t sp = ucp_tag_send_nbx(ep_, op->iov, r->bytes ? 2 : 1, tag, &p);
+  if (UCS_PTR_IS_PTR(sp)) {
+    op->ucxRequest = sp;
+    ops_.insert(op);
+  } else {
+    finish(op, UCS_PTR_STATUS(sp), 0);  // done at once (UCS_OK) or refused
+  }
+}
+
+// As postTagRecv: no immediate completion, so the callback always reports the length.
+void UcxConnection::postStampedRecv(Op* op, TransportRequest* r, uint64_t tag) {
+  op->stamp = 0;
+  ucp_request_param_t p = stampedParam(op, r->buf, r->bytes);
+  p.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+  p.cb.recv = onRecvDone;
+  op->posting = true;
+  ucs_status_ptr_t sp =
+      ucp_tag_recv_nbx(worker_->handle(), op->iov, r->bytes ? 2 : 1, tag, kUcxFullTagMask, &p);
+  op->posting = false;
+  if (op->completedInline) {
+    finish(op, op->status, op->length);
+  } else if (UCS_PTR_IS_PTR(sp)) {
+    op->ucxRequest = sp;
+    ops_.insert(op);
+  } else {
+    finish(op, UCS_PTR_STATUS(sp), 0);
+  }
+}
+
 void UcxConnection::postSend(TransportRequest* r) {
   r->seq = sendSeq_++;
   Op* op = new Op;
   op->conn = this;
   op->req = r;
   op->kind = Op::Send;
-  postTagSend(op, r->buf, r->bytes, ucxTag(keys_.sendKey, r->seq));
+  postStampedSend(op, r, ucxTag(keys_.sendKey, r->seq));
 }
 
 void UcxConnection::postRecv(TransportRequest* r) {
@@ -203,14 +254,42 @@ void UcxConnection::postRecv(TransportRequest* r) {
   op->conn = this;
   op->req = r;
   op->kind = Op::Recv;
-  postTagRecv(op, r->buf, r->bytes, ucxTag(keys_.recvKey, r->seq));
+  postStampedRecv(op, r, ucxTag(keys_.recvKey, r->seq));
+}
+
+// The stamp is judged first: a message of another call usually has another size too, and the
+// stamp says which call it was. A message too long for the receive (UCX truncates it) may not
+// have delivered its stamp, so only its size can be reported.
+bool UcxConnection::checkStampedRecv(Op* op, TransportRequest* r, ucs_status_t status,
+                                     size_t length) {
+  const size_t expected = sizeof(op->stamp) + r->bytes;
+  if (status == UCS_OK && length >= sizeof(op->stamp) && op->stamp != r->stamp) {
+    events_->callMismatch(peer(), op->stamp, r->stamp);
+    return false;
+  }
+  if (status == UCS_OK && length != expected) {
+    events_->protocolError(peer(), "sent a message of " +
+                                       std::to_string(length < sizeof(op->stamp) ? 0 : length - sizeof(op->stamp)) +
+                                       " bytes to a receive of " + std::to_string(r->bytes) +
+                                       " bytes (mismatched calls?)");
+    return false;
+  }
+  if (status == UCS_ERR_MESSAGE_TRUNCATED) {
+    events_->protocolError(peer(), "sent a message of more than " + std::to_string(r->bytes) +
+                                       " bytes to a receive of " + std::to_string(r->bytes) +
+                                       " bytes (mismatched calls?)");
+    return false;
+  }
+  return true;
 }
 
 void UcxConnection::finish(Op* op, ucs_status_t status, size_t length) {
   ops_.erase(op);
   TransportRequest* r = op->req;
   Op::Kind kind = op->kind;
+  bool stampedRecvOk = kind != Op::Recv || !r || !events_ || checkStampedRecv(op, r, status, length);
   delete op;
+  if (!stampedRecvOk) return;
   if (kind == Op::ByeSend) return;
   if (kind == Op::HelloSend || kind == Op::HelloRecv) {
     if (status == UCS_OK) --helloPending_;
@@ -226,18 +305,6 @@ void UcxConnection::finish(Op* op, ucs_status_t status, size_t length) {
     return;
   }
   if (!r || !events_) return;  // abandoned: the engine has failed the request itself
-  if (status == UCS_OK && kind == Op::Recv && length != r->bytes) {
-    events_->protocolError(peer(), "sent a message of " + std::to_string(length) +
-                                       " bytes to a receive of " + std::to_string(r->bytes) +
-                                       " bytes (mismatched calls?)");
-    return;
-  }
-  if (status == UCS_ERR_MESSAGE_TRUNCATED) {
-    events_->protocolError(peer(), "sent a message of more than " + std::to_string(r->bytes) +
-                                       " bytes to a receive of " + std::to_string(r->bytes) +
-                                       " bytes (mismatched calls?)");
-    return;
-  }
   if (status != UCS_OK) {
     fail(std::string(kind == Op::Send ? "send" : "receive") + " failed in UCX: " +
          ucxStatusText(status));

@@ -85,6 +85,10 @@ class UcxConnection : public Connection {
     bool completedInline = false;  // its callback ran there: status and length below
     ucs_status_t status = UCS_OK;
     size_t length = 0;
+    // Data messages travel as two parts, the call stamp (base/call_stamp.h) and the payload:
+    // UCX packs them into one message, and a receive gets the sender's stamp in front.
+    uint64_t stamp = 0;
+    ucp_dt_iov_t iov[2];
   };
   void finish(Op* op, ucs_status_t status, size_t length);
   void endpointFailed(ucs_status_t status);
@@ -93,6 +97,11 @@ class UcxConnection : public Connection {
   void fail(const std::string& what);
   void postByeRecv();
   void postTagRecv(Op* op, void* buf, size_t bytes, uint64_t tag);
+  // A data message: stamp and payload as one message of 8 + r->bytes bytes.
+  void postStampedRecv(Op* op, TransportRequest* r, uint64_t tag);
+  void postStampedSend(Op* op, TransportRequest* r, uint64_t tag);
+  // Whether a data receive of length bytes is what r expects; reports it to the engine if not.
+  bool checkStampedRecv(Op* op, TransportRequest* r, ucs_status_t status, size_t length);
   // Sends under tag; an op UCX finished at once (or refused) goes to finish() at once.
   void postTagSend(Op* op, const void* buf, size_t bytes, uint64_t tag);
   // Closes the endpoint (force: without the peer) and progresses the worker until UCX has
