@@ -21,28 +21,29 @@ Result runOnMembers(Proxy& proxy, const Deadline& deadline, const std::vector<in
 
 Result HostDomainColl::reduceScatter(const void* send, void* recv, size_t recvcount,
                                      mixcclDataType_t type, mixcclRedOp_t op) {
-  return runOnMembers(proxy_, deadline_, members_, index_, chunkBytes_, stamp_, [&](CollContext& c) {
-    return ringReduceScatter(c, send, recv, recvcount, type, op);
-  });
+  return runOnMembers(
+      proxy_, deadline_, members_, index_, chunkBytes_, stamp_,
+      [&](CollContext& c) { return ringReduceScatter(c, send, recv, recvcount, type, op); });
 }
 
 Result HostDomainColl::allGather(const void* send, void* recv, size_t sendcount,
                                  mixcclDataType_t type) {
-  return runOnMembers(proxy_, deadline_, members_, index_, chunkBytes_, stamp_, [&](CollContext& c) {
-    return ringAllGather(c, send, recv, sendcount, type);
-  });
+  return runOnMembers(
+      proxy_, deadline_, members_, index_, chunkBytes_, stamp_,
+      [&](CollContext& c) { return ringAllGather(c, send, recv, sendcount, type); });
 }
 
-Result HostDomainColl::broadcast(const void* send, void* recv, size_t count,
-                                 mixcclDataType_t type, int root) {
-  return runOnMembers(proxy_, deadline_, members_, index_, chunkBytes_, stamp_, [&](CollContext& c) {
-    return chainBroadcast(c, send, recv, count, type, root);
-  });
+Result HostDomainColl::broadcast(const void* send, void* recv, size_t count, mixcclDataType_t type,
+                                 int root) {
+  return runOnMembers(
+      proxy_, deadline_, members_, index_, chunkBytes_, stamp_,
+      [&](CollContext& c) { return chainBroadcast(c, send, recv, count, type, root); });
 }
 
 Result NativeDomainColl::reduceScatter(const void* send, void* recv, size_t recvcount,
                                        mixcclDataType_t type, mixcclRedOp_t op) {
-  return checkNative(t_, "ReduceScatter", t_.reduceScatter(send, recv, recvcount, type, op, comm_, nullptr));
+  return checkNative(t_, "ReduceScatter",
+                     t_.reduceScatter(send, recv, recvcount, type, op, comm_, nullptr));
 }
 
 Result NativeDomainColl::allGather(const void* send, void* recv, size_t sendcount,

@@ -50,12 +50,15 @@ std::string describeCallStamp(uint64_t stamp) {
   s += ", datatype ";
   s += isValidDataType(type) ? dataTypeName((mixcclDataType_t)type) : std::to_string(type).c_str();
   int op = (int)((stamp >> 52) & 0xf);
-  if (op == kStampUserOp) s += ", a user-created op";
+  if (op == kStampUserOp)
+    s += ", a user-created op";
   else if (op != kStampNoOp)
     s += std::string(", op ") + (isValidRedOp(op) ? redOpName((mixcclRedOp_t)op) : "unknown");
   uint64_t root = (stamp >> kCountBits) & kRootMask;
-  if (root == kRootMask) s += ", root 65534 or more";
-  else if (root) s += ", root " + std::to_string(root - 1);
+  if (root == kRootMask)
+    s += ", root 65534 or more";
+  else if (root)
+    s += ", root " + std::to_string(root - 1);
   return s + ")";
 }
 

@@ -21,11 +21,11 @@
 namespace mixccl {
 
 struct CallStamp {
-  int32_t kind = -1;      // CollKind; -1: no collective
-  int32_t datatype = 0;   // mixcclDataType_t
-  int32_t op = -1;        // mixcclRedOp_t; -1: the collective does not reduce
-  int32_t root = -1;      // -1: the collective has no root
-  uint64_t count = 0;     // the count argument of the call
+  int32_t kind = -1;     // CollKind; -1: no collective
+  int32_t datatype = 0;  // mixcclDataType_t
+  int32_t op = -1;       // mixcclRedOp_t; -1: the collective does not reduce
+  int32_t root = -1;     // -1: the collective has no root
+  uint64_t count = 0;    // the count argument of the call
 };
 
 // Ops in the stamp beyond the built-in ones.

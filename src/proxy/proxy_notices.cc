@@ -117,8 +117,8 @@ void Proxy::callMismatch(int peer, uint64_t theirs, uint64_t mine) {
   if (health_.failed()) return;
   mismatchNotice_ = FrameHeader{kFrameMagic, (uint32_t)peer, theirs, (uint64_t)params_.rank, 0,
                                 kFrameFlagCallMismatch, mine};
-  health_.fail(mixcclInvalidUsage,
-               me() + ": " + callMismatchMessage(params_.peerNames[peer], theirs, params_.rank, mine));
+  health_.fail(mixcclInvalidUsage, me() + ": " + callMismatchMessage(params_.peerNames[peer],
+                                                                    theirs, params_.rank, mine));
 }
 
 // notice: seq = the rank whose message did not match, total = its stamp, offset = the rank

@@ -282,7 +282,8 @@ struct Hostile {
 TEST(ProxyTransport, HostileFramesEndTheReceiveWithoutTouchingOtherMemory) {
   const size_t posted = 100;
   const Hostile cases[] = {
-      {"bad magic", {{0x12345678, 0, posted, 0, (uint32_t)posted, 0, 0}}, SIZE_MAX, "invalid frame"},
+      {"bad magic", {{0x12345678, 0, posted, 0, (uint32_t)posted, 0, 0}}, SIZE_MAX,
+       "invalid frame"},
       {"unknown flags", {{kFrameMagic, 0, posted, 0, (uint32_t)posted, 0x80, 0}}, SIZE_MAX,
        "invalid frame"},
       {"huge total", {{kFrameMagic, 0, 1ull << 60, 0, 4096, 0, 0}}, SIZE_MAX, "bytes to a receive"},

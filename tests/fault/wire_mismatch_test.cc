@@ -74,8 +74,8 @@ Call broadcast(size_t count, int root, const char* text) {
           text};
 }
 
-const Call kAllReduce =
-    allReduce(kCount, mixcclFloat, mixcclSum, "mixcclAllReduce (count 262144, datatype float, op sum)");
+const Call kAllReduce = allReduce(kCount, mixcclFloat, mixcclSum,
+                                  "mixcclAllReduce (count 262144, datatype float, op sum)");
 
 // One scenario: ranks below odd call normal, the ranks from odd on call other.
 struct Scenario {
@@ -114,17 +114,20 @@ void runScenario(const Scenario& s) {
               mixcclGetErrorString(r), took, msg.c_str());
       return 2;
     }
-    for (const std::string& m : {s.normal.described, s.other.described, std::string("mismatched calls")})
+    for (const std::string& m :
+         {s.normal.described, s.other.described, std::string("mismatched calls")})
       if (msg.find(m) == std::string::npos) {
         fprintf(stderr, "rank %d, %s: message lacks \"%s\": %s\n", rank, s.name, m.c_str(),
                 msg.c_str());
         return 3;
       }
     // A rank that found the mismatch itself says which call is its own.
-    const std::string own = "while this rank (rank " + std::to_string(rank) + ") called " + mine.described;
+    const std::string own =
+        "while this rank (rank " + std::to_string(rank) + ") called " + mine.described;
     const bool relayed = msg.find("(reported by") != std::string::npos;
     if (!relayed && msg.find(own) == std::string::npos) {
-      fprintf(stderr, "rank %d, %s: message lacks \"%s\": %s\n", rank, s.name, own.c_str(), msg.c_str());
+      fprintf(stderr, "rank %d, %s: message lacks \"%s\": %s\n", rank, s.name, own.c_str(),
+              msg.c_str());
       return 4;
     }
     mixcclResult_t async = mixcclSuccess;
@@ -162,7 +165,8 @@ TEST(WireMismatch, DifferentCollectivesFailEveryRankNamingBothCalls) {
 }
 
 TEST(WireMismatch, DifferentRootsFailEveryRankNamingBothCalls) {
-  runScenario({"root", 3, 2, broadcast(kCount, 0, "mixcclBroadcast (count 262144, datatype float, root 0)"),
+  runScenario({"root", 3, 2,
+               broadcast(kCount, 0, "mixcclBroadcast (count 262144, datatype float, root 0)"),
                broadcast(kCount, 1, "mixcclBroadcast (count 262144, datatype float, root 1)"), 2});
 }
 

@@ -57,7 +57,8 @@ TEST(CallStamp, DescribesTheCallAsTheApiNamesIt) {
   b.datatype = mixcclInt32;
   b.root = 3;
   b.count = 10;
-  EXPECT_EQ(describeCallStamp(encodeCallStamp(b)), "mixcclBroadcast (count 10, datatype int32, root 3)");
+  EXPECT_EQ(describeCallStamp(encodeCallStamp(b)),
+            "mixcclBroadcast (count 10, datatype int32, root 3)");
   CallStamp u = allReduce(7);
   u.op = mixcclNumOps + 2;  // a user-created op
   EXPECT_EQ(describeCallStamp(encodeCallStamp(u)),
@@ -78,7 +79,8 @@ TEST(CallStamp, ANamedMismatchSaysWhichCallIsWhose) {
 TEST(CallStamp, HostileStampsAreDescribedWithoutTrustingThem) {
   // Kind field 15 (no such collective), datatype 15, op 9: every field out of range.
   const uint64_t hostile = (15ull << 60) | (15ull << 56) | (9ull << 52) | 5;
-  EXPECT_EQ(describeCallStamp(hostile), "an unknown collective 14 (count 5, datatype 15, op unknown)");
+  EXPECT_EQ(describeCallStamp(hostile),
+            "an unknown collective 14 (count 5, datatype 15, op unknown)");
   for (uint64_t bits : {~0ull, 1ull << 63, 0x0fffffffffffffffull})
     EXPECT_FALSE(describeCallStamp(bits).empty());
 }

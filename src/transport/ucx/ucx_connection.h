@@ -89,6 +89,7 @@ class UcxConnection : public Connection {
     // UCX packs them into one message, and a receive gets the sender's stamp in front.
     uint64_t stamp = 0;
     ucp_dt_iov_t iov[2];
+    std::unique_ptr<char[]> bounce;  // a small send: stamp and payload in one contiguous buffer
   };
   void finish(Op* op, ucs_status_t status, size_t length);
   void endpointFailed(ucs_status_t status);
