@@ -27,7 +27,7 @@ using fault::Shared;
 // libfabric's tcp provider, as docs/transports.md's fault tests do.
 const bool kOfiProviderSet = [] { return setenv("MIXCCL_OFI_PROVIDER", "tcp;ofi_rxm", 1) == 0; }();
 
-constexpr int kDefaultRuns = 4;
+constexpr int kDefaultRuns = 3;
 constexpr int kCount = 8;  // doubles per message
 constexpr int kRoot = 1;
 
@@ -201,6 +201,7 @@ const TransportCase kTransports[] = {
     {"shm", "shm", nullptr, "shm"},
 #ifdef MIXCCL_TEST_HAVE_UCX
     {"ucx_tcp", "ucx", "tcp", "ucx"},
+    {"ucx_sm", "ucx", "sm,self", "ucx"},
 #endif
 #ifdef MIXCCL_TEST_HAVE_OFI
     {"ofi_tcp", "ofi", nullptr, "ofi"},
