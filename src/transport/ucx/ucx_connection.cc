@@ -192,6 +192,7 @@ void UcxConnection::postTagSend(Op* op, const void* buf, size_t bytes, uint64_t 
 
 void UcxConnection::postSend(TransportRequest* r) {
   r->seq = sendSeq_++;
+  ++messagesSent_;
   Op* op = new Op;
   op->conn = this;
   op->req = r;
@@ -234,8 +235,9 @@ void UcxConnection::finish(Op* op, ucs_status_t status, size_t length) {
   }
   if (!r || !events_) return;  // abandoned: the engine has failed the request itself
   // After the peer's goodbye its end is closed (forced), and UCX may fail a send whose
-  // completion had not come back yet. A send the peer counted as received was delivered.
-  if (status != UCS_OK && kind == Op::Send && byeArrived_ && r->seq < peerReceived_)
+  // completion had not come back yet. If the peer received every send of ours, this one was
+  // delivered.
+  if (status != UCS_OK && kind == Op::Send && byeArrived_ && messagesSent_ <= peerReceived_)
     status = UCS_OK;
   if (status == UCS_OK && kind == Op::Recv && length != r->bytes) {
     events_->protocolError(peer(), "sent a message of " + std::to_string(length) +
@@ -266,12 +268,12 @@ void UcxConnection::onPeerGoodbye(const uint64_t counts[2]) {
   if (byeArrived_) return;
   // What the peer says must fit what happened here: it cannot have received more than this
   // rank sent, nor sent fewer than this rank already received.
-  if (counts[1] > sendSeq_ || counts[0] < messagesReceived_) {
+  if (counts[1] > messagesSent_ || counts[0] < messagesReceived_) {
     events_->protocolError(peer(), "said goodbye having sent " + std::to_string(counts[0]) +
                                        " and received " + std::to_string(counts[1]) +
                                        " messages, but this rank received " +
                                        std::to_string(messagesReceived_) + " and sent " +
-                                       std::to_string(sendSeq_));
+                                       std::to_string(messagesSent_));
     return;
   }
   byeArrived_ = true;
@@ -287,7 +289,7 @@ void UcxConnection::checkLeft() {
   peerLeft_ = true;
   // Left over: a receive beyond what the peer sent, or a send it never received. A send it
   // did receive may still await UCX's completion here: that is no pending work.
-  bool pending = sendSeq_ > peerReceived_;
+  bool pending = messagesSent_ > peerReceived_;
   for (Op* o : ops_) pending = pending || o->kind == Op::Recv;
   events_->peerLeft(peer(), pending);
 }
@@ -334,7 +336,7 @@ void UcxConnection::goodbye() {
   Op* op = new Op;
   op->conn = this;
   op->kind = Op::ByeSend;
-  op->counts[0] = sendSeq_;
+  op->counts[0] = messagesSent_;
   op->counts[1] = messagesReceived_;
   postTagSend(op, op->counts, kByeBytes, ucxTag(keys_.sendByeKey, 0));  // finish() frees it
 }

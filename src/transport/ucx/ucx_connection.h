@@ -125,7 +125,8 @@ class UcxConnection : public Connection {
   bool peerErrorMode_ = true;  // the endpoint has UCP_ERR_HANDLING_MODE_PEER
   bool failed_ = false;        // UCX reported the endpoint dead
   ucs_status_t failure_ = UCS_OK;
-  uint64_t messagesReceived_ = 0;  // receives completed (what our goodbye announces)
+  uint64_t messagesSent_ = 0;      // sends posted and ...
+  uint64_t messagesReceived_ = 0;  // ... receives completed: what our goodbye announces
   bool byeArrived_ = false;        // the peer's goodbye arrived over UCX, saying:
   uint64_t peerSent_ = 0, peerReceived_ = 0;  // ... how many messages it sent and received
   bool peerLeft_ = false;          // reported to the engine (checkLeft)
