@@ -117,16 +117,16 @@ mixcclResult_t runPattern(Pattern p, mixcclComm_t comm, int rank, int n, std::ve
   return mixcclInternalError;
 }
 
-// One rank of one run: init, assert the transport, the call, destroy at once; then the checks.
-// rep->code: the call's result, rep->laterCode: the destroy's, rep->message: what went wrong.
-int rankBody(const TransportCase& t, Pattern p, const mixcclUniqueId& id, int rank, int n,
-             Shared* sh) {
-  RankReport* rep = &sh->ranks[rank];
+// Init over the transport under test and assert through mixcclCommInspect that every peer got
+// it. kOk, or the exit code with rep->message saying why.
+int initOver(const TransportCase& t, const mixcclUniqueId& id, int rank, int n,
+             mixcclComm_t* comm, RankReport* rep) {
   mixcclConfig_t cfg = MIXCCL_CONFIG_INITIALIZER;
-  cfg.timeout = 10;  // a rank left waiting fails the run in seconds, not at the job's limit
+  // A rank left waiting fails the run before the job's limit; not sooner, so that a slow init
+  // under load (libfabric's takes 2 s for 8 ranks on 2 quiet cores) is no failure.
+  cfg.timeout = 20;
   cfg.netName = t.net;
-  mixcclComm_t comm;
-  if (mixcclCommInitRankConfig(&comm, n, id, rank, &cfg) != mixcclSuccess) {
+  if (mixcclCommInitRankConfig(comm, n, id, rank, &cfg) != mixcclSuccess) {
     fault::copyMessage(rep, mixcclGetLastError(nullptr));
     return kInitFailed;
   }
@@ -134,14 +134,25 @@ int rankBody(const TransportCase& t, Pattern p, const mixcclUniqueId& id, int ra
     if (peer == rank) continue;
     char v[64] = "";
     std::string key = "transport." + std::to_string(peer);
-    if (mixcclCommInspect(comm, key.c_str(), v, sizeof(v)) != mixcclSuccess ||
+    if (mixcclCommInspect(*comm, key.c_str(), v, sizeof(v)) != mixcclSuccess ||
         std::string(v) != t.expected) {
       snprintf(rep->message, sizeof(rep->message), "transport to rank %d is '%s', not '%s'", peer,
                v, t.expected);
-      mixcclCommDestroy(comm);
+      mixcclCommDestroy(*comm);
       return kWrongTransport;
     }
   }
+  return kOk;
+}
+
+// One rank of one run: init, assert the transport, the call, destroy at once; then the checks.
+// rep->code: the call's result, rep->laterCode: the destroy's, rep->message: what went wrong.
+int rankBody(const TransportCase& t, Pattern p, const mixcclUniqueId& id, int rank, int n,
+             Shared* sh) {
+  RankReport* rep = &sh->ranks[rank];
+  mixcclComm_t comm;
+  int rc = initOver(t, id, rank, n, &comm, rep);
+  if (rc != kOk) return rc;
   std::vector<double> got, expected;
   mixcclResult_t call = runPattern(p, comm, rank, n, &got, &expected);
   std::string callError = call == mixcclSuccess ? "" : mixcclGetLastError(comm);
@@ -179,12 +190,12 @@ struct ScopedUcxTls {
 // One run; "" when every rank succeeded, else what the first failing rank said.
 std::string oneRun(const TransportCase& t, Pattern p) {
   const int n = ranksOf(p);
-  Job job(n, 40);
+  Job job(n, 50);
   if (!job.ok()) return "cannot set up the job";
   job.start([&](const mixcclUniqueId& id, int rank, int nranks, Shared* sh) {
     return rankBody(t, p, id, rank, nranks, sh);
   });
-  if (!job.waitExit()) return "the job did not end within 40 s (killed)";
+  if (!job.waitExit()) return "the job did not end within 50 s (killed)";
   for (int r = 0; r < n; ++r) {
     int code = job.exitCode(r);
     if (code == kOk) continue;
@@ -241,5 +252,71 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(std::get<0>(info.param).name) + "_" +
              patternName(std::get<1>(info.param));
     });
+
+class GoodbyeFirst : public ::testing::TestWithParam<TransportCase> {};
+
+// The race made certain: rank 1 sends a message and destroys the communicator before rank 0
+// has even posted its receive, and rank 0 waits until rank 1's process has ended (its goodbye
+// has arrived: the control connection's end wakes rank 0's progress thread, which reads it).
+// Only then does rank 0 receive: it must get the message; a second receive, of a message
+// rank 1 never sent, fails at once with the exact message of a post to a peer that left.
+TEST_P(GoodbyeFirst, DataSentBeforeTheGoodbyeIsReceivedAfterIt) {
+  const TransportCase& t = GetParam();
+  ScopedUcxTls tls(t.ucxTls);
+  Job job(2, 50);
+  ASSERT_TRUE(job.ok());
+  job.start([&](const mixcclUniqueId& id, int rank, int nranks, Shared* sh) -> int {
+    RankReport* rep = &sh->ranks[rank];
+    mixcclComm_t comm;
+    int rc = initOver(t, id, rank, nranks, &comm, rep);
+    if (rc != kOk) return rc;
+    std::vector<double> buf(kCount);
+    if (rank == 1) {
+      for (int i = 0; i < kCount; ++i) buf[i] = value(1, 0, i);
+      RANK_CHECK(mixcclSend(buf.data(), kCount, mixcclFloat64, 0, comm, nullptr) == mixcclSuccess);
+      RANK_CHECK(mixcclCommDestroy(comm) == mixcclSuccess);
+      return kOk;
+    }
+    while (!sh->ranks[0].released.load()) usleep(1000);
+    fault::sleepSeconds(0.2);  // the progress thread hears of the end at once; to be sure
+    rep->code = mixcclRecv(buf.data(), kCount, mixcclFloat64, 1, comm, nullptr);
+    if (rep->code != mixcclSuccess) {
+      fault::copyMessage(rep, mixcclGetLastError(comm));
+      mixcclCommDestroy(comm);
+      return kCallFailed;
+    }
+    for (int i = 0; i < kCount; ++i)
+      if (buf[i] != value(1, 0, i)) {
+        snprintf(rep->message, sizeof(rep->message), "element %d is %g, expected %g", i, buf[i],
+                 value(1, 0, i));
+        mixcclCommDestroy(comm);
+        return kWrongData;
+      }
+    double t0 = fault::now();
+    rep->laterCode = mixcclRecv(buf.data(), kCount, mixcclFloat64, 1, comm, nullptr);
+    rep->laterSeconds = fault::now() - t0;
+    fault::copyMessage(rep, mixcclGetLastError(comm));
+    return mixcclCommDestroy(comm) == mixcclSuccess ? kOk : kDestroyFailed;
+  });
+  ASSERT_TRUE(job.waitExit({1}));
+  EXPECT_EQ(job.exitCode(1), kOk) << job.report(1).message;
+  job.report(0).released.store(1);
+  ASSERT_TRUE(job.waitExit({0}));
+  const RankReport& rep = job.report(0);
+  ASSERT_EQ(job.exitCode(0), kOk) << "exit " << job.exitCode(0) << ": " << rep.message;
+  EXPECT_EQ(rep.code, mixcclSuccess);
+  EXPECT_EQ(rep.laterCode, mixcclRemoteError);
+  EXPECT_LT(rep.laterSeconds, 1.0);
+  EXPECT_EQ(std::string(rep.message), "rank 1 (" + fault::hostName() + " pid " +
+                                          std::to_string(job.pid(1)) +
+                                          ") has left the communicator (destroyed it) but an "
+                                          "operation with it was posted");
+  EXPECT_TRUE(Job::noChildrenLeft()) << "a rank process was left behind";
+}
+
+INSTANTIATE_TEST_SUITE_P(Teardown, GoodbyeFirst, ::testing::ValuesIn(kTransports),
+                         [](const ::testing::TestParamInfo<TransportCase>& info) {
+                           return std::string(info.param.name);
+                         });
 
 }  // namespace
