@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,10 @@ const char* patternName(Pattern p) {
   }
   return "?";
 }
+
+// Readable parameters in test listings (and so in CTest's names).
+void PrintTo(const TransportCase& t, std::ostream* os) { *os << t.name; }
+void PrintTo(Pattern p, std::ostream* os) { *os << patternName(p); }
 
 int ranksOf(Pattern p) { return p == Pattern::Sendrecv ? 4 : 8; }
 
