@@ -4,11 +4,12 @@
 // its peers have matched the data it sent them; a peer must still receive that data and see the
 // root's leaving as clean.
 //
-// Each test is one transport x one pattern, run MIXCCL_TEST_TEARDOWN_RUNS times (default
+// DestroyAtOnce: one transport x one pattern, run MIXCCL_TEST_TEARDOWN_RUNS times (default
 // kDefaultRuns, the CI subset), each run a fresh job of forked ranks doing "init, the call,
 // destroy" and nothing else. Every rank asserts through mixcclCommInspect that each peer got the
 // transport under test, then checks the call's result, its data and the destroy's result. The
 // test prints how many runs failed and asserts none did, quoting a failed rank's message.
+// GoodbyeFirst: the same race on 2 ranks, made certain by waiting (see the test).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
