@@ -20,6 +20,8 @@ constexpr int kByeBoundMs = 200;
 constexpr int kDrainBoundMs = 500;
 // Sends up to this many payload bytes go out of a contiguous copy (postStampedSend).
 constexpr size_t kUcxBounceBytes = 1024;
+// The goodbye's payload: messages sent, messages received (Op::counts).
+constexpr size_t kByeBytes = 2 * sizeof(uint64_t);
 
 void onSendDone(void* request, ucs_status_t status, void* user) {
   auto* op = static_cast<UcxConnection::Op*>(user);
@@ -150,7 +152,7 @@ void UcxConnection::postByeRecv() {
   Op* op = new Op;
   op->conn = this;
   op->kind = Op::ByeRecv;
-  postTagRecv(op, nullptr, 0, ucxTag(keys_.recvByeKey, 0));
+  postTagRecv(op, op->counts, kByeBytes, ucxTag(keys_.recvByeKey, 0));
 }
 
 // UCX 1.13 leaves recv_info unfilled when a tagged receive completes at once (a message that
@@ -256,6 +258,7 @@ void UcxConnection::postStampedRecv(Op* op, TransportRequest* r, uint64_t tag) {
 
 void UcxConnection::postSend(TransportRequest* r) {
   r->seq = sendSeq_++;
+  ++messagesSent_;
   Op* op = new Op;
   op->conn = this;
   op->req = r;
@@ -304,6 +307,7 @@ void UcxConnection::finish(Op* op, ucs_status_t status, size_t length) {
   Op::Kind kind = op->kind;
   bool stampedRecvOk =
       kind != Op::Recv || !r || !events_ || checkStampedRecv(op, r, status, length);
+  const uint64_t counts[2] = {op->counts[0], op->counts[1]};
   delete op;
   if (!stampedRecvOk) return;
   if (kind == Op::ByeSend) return;
@@ -313,14 +317,23 @@ void UcxConnection::finish(Op* op, ucs_status_t status, size_t length) {
     return;
   }
   if (kind == Op::ByeRecv) {
-    if (status != UCS_OK || abandoned_ || !events_ || peerLeft_) return;  // cancelled, or known
-    peerLeft_ = true;
-    bool pending = false;
-    for (Op* o : ops_) pending = pending || o->kind == Op::Send || o->kind == Op::Recv;
-    events_->peerLeft(peer(), pending);
-    return;
+    if (abandoned_ || !events_) return;
+    if (status == UCS_ERR_MESSAGE_TRUNCATED || (status == UCS_OK && length != kByeBytes)) {
+      events_->protocolError(peer(), "sent a goodbye of " +
+                                         std::string(status == UCS_OK ? "" : "more than ") +
+                                         std::to_string(status == UCS_OK ? length : kByeBytes) +
+                                         " bytes (expected " + std::to_string(kByeBytes) + ")");
+      return;
+    }
+    if (status == UCS_OK) onPeerGoodbye(counts);
+    return;  // otherwise cancelled (abandon, destroy)
   }
   if (!r || !events_) return;  // abandoned: the engine has failed the request itself
+  // After the peer's goodbye its end is closed (forced), and UCX may fail a send whose
+  // completion had not come back yet. If the peer received every send of ours, this one was
+  // delivered.
+  if (status != UCS_OK && kind == Op::Send && byeArrived_ && messagesSent_ <= peerReceived_)
+    status = UCS_OK;
   if (status != UCS_OK) {
     fail(std::string(kind == Op::Send ? "send" : "receive") + " failed in UCX: " +
          ucxStatusText(status));
@@ -328,6 +341,40 @@ void UcxConnection::finish(Op* op, ucs_status_t status, size_t length) {
   }
   bytes_ += r->bytes;
   events_->complete(r, mixcclSuccess);
+  if (kind == Op::Recv) {
+    ++messagesReceived_;
+    checkLeft();
+  }
+}
+
+void UcxConnection::onPeerGoodbye(const uint64_t counts[2]) {
+  if (byeArrived_) return;
+  // What the peer says must fit what happened here: it cannot have received more than this
+  // rank sent, nor sent fewer than this rank already received.
+  if (counts[1] > messagesSent_ || counts[0] < messagesReceived_) {
+    events_->protocolError(peer(), "said goodbye having sent " + std::to_string(counts[0]) +
+                                       " and received " + std::to_string(counts[1]) +
+                                       " messages, but this rank received " +
+                                       std::to_string(messagesReceived_) + " and sent " +
+                                       std::to_string(messagesSent_));
+    return;
+  }
+  byeArrived_ = true;
+  peerSent_ = counts[0];
+  peerReceived_ = counts[1];
+  checkLeft();
+}
+
+void UcxConnection::checkLeft() {
+  // Receives complete only for messages the peer sent, so once as many as it sent have
+  // completed, every one of them has (whatever order UCX completed them in).
+  if (!byeArrived_ || peerLeft_ || messagesReceived_ < peerSent_) return;
+  peerLeft_ = true;
+  // Left over: a receive beyond what the peer sent, or a send it never received. A send it
+  // did receive may still await UCX's completion here: that is no pending work.
+  bool pending = messagesSent_ > peerReceived_;
+  for (Op* o : ops_) pending = pending || o->kind == Op::Recv;
+  events_->peerLeft(peer(), pending);
 }
 
 void UcxConnection::fail(const std::string& what) {
@@ -339,7 +386,7 @@ void UcxConnection::endpointFailed(ucs_status_t status) {
   failed_ = true;
   failure_ = status;
   // After the peer's goodbye its endpoint going away is the expected end, not a failure.
-  if (peerLeft_ || controlGoodbye_ || abandoned_ || !events_) return;
+  if (byeArrived_ || controlGoodbye_ || abandoned_ || !events_) return;
   events_->peerFailed(peer(), std::string("UCX reports the endpoint failed (") +
                                   ucxStatusText(status) + ")");
 }
@@ -354,22 +401,16 @@ bool UcxConnection::prepareToBlock() {
   return worker_->arm();
 }
 
-// Called after the peer's goodbye on the control connection: its UCX goodbye was sent before
-// that, so a look at the worker finds it unless it is still on the way.
 void UcxConnection::onDoorbell() { worker_->progress(); }
 
 // The peer has left cleanly: whatever UCX reports of its endpoint from now on (the peer's
-// forced close) is its exit, not a failure. With nothing of ours outstanding the pair is done;
-// otherwise its last messages may still be on the way (the control connection can overtake
-// UCX), and its UCX goodbye, which follows them, decides (finish(), ByeRecv).
+// forced close) is its exit, not a failure. Whether it left work behind is for its UCX
+// goodbye to say, which was sent before this one and counts its messages (checkLeft): the
+// control connection can overtake UCX, and messages the peer sent may not have found their
+// receives here yet, so nothing about the pair is decided here.
 void UcxConnection::onControlGoodbye() {
-  worker_->progress();
   controlGoodbye_ = true;
-  if (peerLeft_ || !events_) return;
-  for (Op* o : ops_)
-    if (o->kind == Op::Send || o->kind == Op::Recv) return;
-  peerLeft_ = true;
-  events_->peerLeft(peer(), false);
+  worker_->progress();
 }
 
 void UcxConnection::goodbye() {
@@ -378,7 +419,9 @@ void UcxConnection::goodbye() {
   Op* op = new Op;
   op->conn = this;
   op->kind = Op::ByeSend;
-  postTagSend(op, nullptr, 0, ucxTag(keys_.sendByeKey, 0));  // finish() just frees a ByeSend
+  op->counts[0] = messagesSent_;
+  op->counts[1] = messagesReceived_;
+  postTagSend(op, op->counts, kByeBytes, ucxTag(keys_.sendByeKey, 0));  // finish() frees it
 }
 
 void UcxConnection::abandon() {

@@ -7,6 +7,13 @@
 // on ucp_worker_progress for MIXCCL_SPIN_US, then prepareToBlock() arms the fd
 // (ucp_worker_arm) and the engine sleeps in epoll until UCX signals it.
 //
+// Leaving: the goodbye (tag: the goodbye key, number 0) carries how many messages this rank
+// sent to the peer and received from it. UCX matches by tag, so the goodbye can be matched
+// before data the peer sent earlier has found its receive (posted later by the program); the
+// peer counts as gone only once this rank has received as many messages as its goodbye says it
+// sent, and its leaving is clean when nothing of ours is left over (a receive beyond those, or
+// a send it never received).
+//
 // Failure: the endpoint uses UCP_ERR_HANDLING_MODE_PEER; UCX's error callback becomes
 // peerFailed() naming the peer. Transports without peer-failure detection in UCX (UCX_TLS=sm)
 // are covered by the control connection, which ends when the peer's process does.
@@ -90,6 +97,8 @@ class UcxConnection : public Connection {
     uint64_t stamp = 0;
     ucp_dt_iov_t iov[2];
     std::unique_ptr<char[]> bounce;  // a small send: stamp and payload in one contiguous buffer
+    // ByeSend / ByeRecv: messages sent and received by the rank that says goodbye.
+    uint64_t counts[2] = {0, 0};
   };
   void finish(Op* op, ucs_status_t status, size_t length);
   void endpointFailed(ucs_status_t status);
@@ -97,6 +106,11 @@ class UcxConnection : public Connection {
  private:
   void fail(const std::string& what);
   void postByeRecv();
+  // The peer's goodbye arrived (counts: what it sent and received).
+  void onPeerGoodbye(const uint64_t counts[2]);
+  // Reports the peer as gone once its goodbye has arrived and every message it sent has been
+  // received here (see "Leaving" above).
+  void checkLeft();
   void postTagRecv(Op* op, void* buf, size_t bytes, uint64_t tag);
   // A data message: stamp and payload as one message of 8 + r->bytes bytes.
   void postStampedRecv(Op* op, TransportRequest* r, uint64_t tag);
@@ -121,7 +135,11 @@ class UcxConnection : public Connection {
   bool peerErrorMode_ = true;  // the endpoint has UCP_ERR_HANDLING_MODE_PEER
   bool failed_ = false;        // UCX reported the endpoint dead
   ucs_status_t failure_ = UCS_OK;
-  bool peerLeft_ = false;      // the peer's goodbye arrived (over UCX or the control connection)
+  uint64_t messagesSent_ = 0;      // sends posted and ...
+  uint64_t messagesReceived_ = 0;  // ... receives completed: what our goodbye announces
+  bool byeArrived_ = false;        // the peer's goodbye arrived over UCX, saying:
+  uint64_t peerSent_ = 0, peerReceived_ = 0;  // ... how many messages it sent and received
+  bool peerLeft_ = false;          // reported to the engine (checkLeft)
   bool byeSent_ = false;
   bool controlGoodbye_ = false;  // the peer's goodbye arrived on the control connection
   uint64_t bytes_ = 0;
