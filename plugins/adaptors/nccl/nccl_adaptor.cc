@@ -1,16 +1,16 @@
-// The nccl adaptor: CUDA device memory and NCCL's collectives. NVIDIA's libnccl.so.2 (found by
-// nccl_library.h, never mixccl's own NCCL shim) and the CUDA runtime are opened with dlopen at
-// init(), so the plugin builds and loads without CUDA and
-// fails init() with a clear message where there is no library or no device. The few CUDA and
-// NCCL types are declared here; mixccl's datatype and op enums have NCCL's values.
-#include <dlfcn.h>
-
+// The nccl adaptor: device memory and an NCCL-API library's collectives. The library (NVIDIA's
+// libnccl.so.2 by default, never mixccl's own NCCL shim; MIXCCL_NCCL_LIBRARY names another, e.g.
+// RCCL) and the runtime (libcudart by default; MIXCCL_CUDA_RUNTIME_LIBRARY names another, e.g.
+// HIP's) are opened with dlopen at init() (nccl_library.h, nccl_api.cc), so one build loads
+// anywhere and init() fails with a message naming the file where a library or symbol is
+// missing. The functions' types come from the real headers where the build found them
+// (nccl_api.h); mixccl's datatype, op, result and copy-kind enums have NCCL's and CUDA's values.
 #include <atomic>
 #include <cstring>
 #include <mutex>
 #include <string>
 
-#include "nccl_library.h"
+#include "nccl_api.h"
 #include "plugin_support.h"
 #include "../common/table_entries.h"
 
@@ -18,132 +18,71 @@ using mixccl_plugin::setError;
 
 namespace {
 
+using namespace mixccl_nccl::decl;  // cudaError_t, cudaStream_t, ncclComm_t, ... as typed
+
 constexpr const char* kPrefix = "nccl adaptor";
 
-// ---- the CUDA runtime and NCCL, as far as we use them ----
-using cudaError_t = int;
-using cudaStream_t = void*;
-using cudaEvent_t = void*;
-constexpr cudaError_t cudaSuccess = 0;
-constexpr cudaError_t cudaErrorNotReady = 600;
-constexpr unsigned cudaStreamNonBlocking = 1;
-constexpr unsigned cudaEventDisableTiming = 2;
-using ncclResult_t = int;
-using ncclComm_t = void*;
-struct ncclUniqueId {
-  char internal[128];
-};
+// The adaptor hands mixccl's enum values straight to the library and the runtime.
+template <class A, class B>
+constexpr bool same(A a, B b) {
+  return static_cast<long long>(a) == static_cast<long long>(b);
+}
+static_assert(same(mixcclCopyHostToHost, cudaMemcpyHostToHost) &&
+                  same(mixcclCopyHostToDevice, cudaMemcpyHostToDevice) &&
+                  same(mixcclCopyDeviceToHost, cudaMemcpyDeviceToHost) &&
+                  same(mixcclCopyDeviceToDevice, cudaMemcpyDeviceToDevice),
+              "mixcclAdaptorCopyKind_t must have cudaMemcpyKind's values");
+static_assert(sizeof(ncclUniqueId) <= MIXCCL_ADAPTOR_UNIQUE_ID_BYTES, "unique id too large");
+#ifdef MIXCCL_NCCL_REAL_HEADERS
+static_assert(same(mixcclInt8, ncclInt8) && same(mixcclUint8, ncclUint8) && same(mixcclInt32, ncclInt32) &&
+                  same(mixcclUint32, ncclUint32) && same(mixcclInt64, ncclInt64) &&
+                  same(mixcclUint64, ncclUint64) && same(mixcclFloat16, ncclFloat16) &&
+                  same(mixcclFloat32, ncclFloat32) && same(mixcclFloat64, ncclFloat64) &&
+                  same(mixcclBfloat16, ncclBfloat16),
+              "mixcclDataType_t must have ncclDataType_t's values");
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 24, 0)
+static_assert(same(mixcclFloat8e4m3, ncclFloat8e4m3) && same(mixcclFloat8e5m2, ncclFloat8e5m2),
+              "mixccl's float8 types must have NCCL's values");
+#endif
+static_assert(same(mixcclSum, ncclSum) && same(mixcclProd, ncclProd) && same(mixcclMax, ncclMax) &&
+                  same(mixcclMin, ncclMin) && same(mixcclAvg, ncclAvg),
+              "mixcclRedOp_t must have ncclRedOp_t's values");
+static_assert(same(mixcclUnhandledDeviceError, ncclUnhandledCudaError) &&
+                  same(mixcclSystemError, ncclSystemError) && same(mixcclInternalError, ncclInternalError) &&
+                  same(mixcclInvalidArgument, ncclInvalidArgument) &&
+                  same(mixcclInvalidUsage, ncclInvalidUsage) && same(mixcclRemoteError, ncclRemoteError) &&
+                  same(mixcclInProgress, ncclInProgress),
+              "mixcclResult_t must have ncclResult_t's values");
+#endif
 
-struct Api {
-  // CUDA runtime
-  cudaError_t (*cudaGetDeviceCount)(int*);
-  cudaError_t (*cudaSetDevice)(int);
-  cudaError_t (*cudaGetDevice)(int*);
-  cudaError_t (*cudaDeviceGetPCIBusId)(char*, int, int);
-  cudaError_t (*cudaMalloc)(void**, size_t);
-  cudaError_t (*cudaFree)(void*);
-  cudaError_t (*cudaMallocHost)(void**, size_t);
-  cudaError_t (*cudaFreeHost)(void*);
-  cudaError_t (*cudaMemcpyAsync)(void*, const void*, size_t, int, cudaStream_t);
-  cudaError_t (*cudaStreamCreateWithFlags)(cudaStream_t*, unsigned);
-  cudaError_t (*cudaStreamDestroy)(cudaStream_t);
-  cudaError_t (*cudaStreamSynchronize)(cudaStream_t);
-  cudaError_t (*cudaEventCreateWithFlags)(cudaEvent_t*, unsigned);
-  cudaError_t (*cudaEventDestroy)(cudaEvent_t);
-  cudaError_t (*cudaEventRecord)(cudaEvent_t, cudaStream_t);
-  cudaError_t (*cudaEventQuery)(cudaEvent_t);
-  cudaError_t (*cudaStreamWaitEvent)(cudaStream_t, cudaEvent_t, unsigned);
-  cudaError_t (*cudaLaunchHostFunc)(cudaStream_t, void (*)(void*), void*);
-  const char* (*cudaGetErrorString)(cudaError_t);
-  // NCCL
-  ncclResult_t (*ncclGetVersion)(int*);
-  ncclResult_t (*ncclGetUniqueId)(ncclUniqueId*);
-  ncclResult_t (*ncclCommInitRank)(ncclComm_t*, int, ncclUniqueId, int);
-  ncclResult_t (*ncclCommDestroy)(ncclComm_t);
-  ncclResult_t (*ncclCommAbort)(ncclComm_t);
-  ncclResult_t (*ncclAllReduce)(const void*, void*, size_t, int, int, ncclComm_t, cudaStream_t);
-  ncclResult_t (*ncclAllGather)(const void*, void*, size_t, int, ncclComm_t, cudaStream_t);
-  ncclResult_t (*ncclReduceScatter)(const void*, void*, size_t, int, int, ncclComm_t,
-                                    cudaStream_t);
-  ncclResult_t (*ncclBroadcast)(const void*, void*, size_t, int, int, ncclComm_t, cudaStream_t);
-  ncclResult_t (*ncclReduce)(const void*, void*, size_t, int, int, int, ncclComm_t,
-                             cudaStream_t);
-  ncclResult_t (*ncclSend)(const void*, size_t, int, int, ncclComm_t, cudaStream_t);
-  ncclResult_t (*ncclRecv)(void*, size_t, int, int, ncclComm_t, cudaStream_t);
-  ncclResult_t (*ncclGroupStart)();
-  ncclResult_t (*ncclGroupEnd)();
-  const char* (*ncclGetErrorString)(ncclResult_t);
-};
-Api api;
+mixccl_nccl::Api api;
 int ncclVersion = 0;
+std::string runtimeName = "CUDA";  // "HIP" on a HIP runtime: error messages say which
 
-// Opens the first library of the list that loads; "" on success, else what was tried.
-std::string openFirst(const char* const* names, void** handle) {
-  std::string tried;
-  for (const char* const* n = names; *n; ++n) {
-    *handle = dlopen(*n, RTLD_NOW | RTLD_LOCAL);
-    if (*handle) return "";
-    const char* why = dlerror();
-    tried += std::string(tried.empty() ? "" : "; ") + *n + ": " + (why ? why : "not loadable");
-  }
-  return tried;
-}
-
-template <class F>
-bool bind(void* lib, const char* name, F* fn, std::string* missing) {
-  *fn = reinterpret_cast<F>(dlsym(lib, name));
-  if (*fn == nullptr) *missing += std::string(missing->empty() ? "" : ", ") + name;
-  return *fn != nullptr;
-}
-
-mixcclResult_t loadApi() {
-  static const char* const cudartNames[] = {"libcudart.so", "libcudart.so.13", "libcudart.so.12",
-                                            "libcudart.so.11.0", nullptr};
-  void* cudart = nullptr;
-  void* nccl = nullptr;
-  // NCCL first: in a process that runs mixccl's NCCL shim, "libnccl.so.2" is the shim, and
-  // the adaptor must say so (nccl_library.h) whatever else the machine lacks.
-  std::string ncclPath;
-  std::string why = mixccl_nccl::openRealNccl(mixccl_nccl::defaultNcclSearch(), &nccl, &ncclPath);
-  if (!nccl) return setError(mixcclSystemError, kPrefix, "cannot load NCCL (%s)", why.c_str());
-  why = openFirst(cudartNames, &cudart);
-  if (!cudart)
-    return setError(mixcclSystemError, kPrefix, "cannot load the CUDA runtime (%s)", why.c_str());
-  std::string missing;
-#define BIND(lib, f) bind(lib, #f, &api.f, &missing)
-  BIND(cudart, cudaGetDeviceCount); BIND(cudart, cudaSetDevice); BIND(cudart, cudaGetDevice);
-  BIND(cudart, cudaDeviceGetPCIBusId); BIND(cudart, cudaMalloc); BIND(cudart, cudaFree);
-  BIND(cudart, cudaMallocHost); BIND(cudart, cudaFreeHost); BIND(cudart, cudaMemcpyAsync);
-  BIND(cudart, cudaStreamCreateWithFlags); BIND(cudart, cudaStreamDestroy);
-  BIND(cudart, cudaStreamSynchronize); BIND(cudart, cudaEventCreateWithFlags);
-  BIND(cudart, cudaEventDestroy); BIND(cudart, cudaEventRecord); BIND(cudart, cudaEventQuery);
-  BIND(cudart, cudaStreamWaitEvent); BIND(cudart, cudaLaunchHostFunc);
-  BIND(cudart, cudaGetErrorString);
-  BIND(nccl, ncclGetVersion); BIND(nccl, ncclGetUniqueId); BIND(nccl, ncclCommInitRank);
-  BIND(nccl, ncclCommDestroy); BIND(nccl, ncclCommAbort); BIND(nccl, ncclAllReduce);
-  BIND(nccl, ncclAllGather); BIND(nccl, ncclReduceScatter); BIND(nccl, ncclBroadcast);
-  BIND(nccl, ncclReduce); BIND(nccl, ncclSend); BIND(nccl, ncclRecv);
-  BIND(nccl, ncclGroupStart); BIND(nccl, ncclGroupEnd); BIND(nccl, ncclGetErrorString);
-#undef BIND
-  if (!missing.empty())
-    return setError(mixcclSystemError, kPrefix, "symbols missing in the CUDA runtime or NCCL: %s",
-                    missing.c_str());
-  return mixcclSuccess;
-}
+// The adaptor's void* handles as the library's types.
+cudaStream_t asStream(void* s) { return static_cast<cudaStream_t>(s); }
+cudaEvent_t asEvent(void* e) { return static_cast<cudaEvent_t>(e); }
+ncclComm_t asComm(void* c) { return static_cast<ncclComm_t>(c); }
+ncclDataType_t asType(mixcclDataType_t t) { return static_cast<ncclDataType_t>(t); }
+ncclRedOp_t asOp(mixcclRedOp_t op) { return static_cast<ncclRedOp_t>(op); }
 
 // ---- error mapping ----
+// `what` is the function's name after the runtime prefix ("Malloc"): messages name the
+// function really called (cudaMalloc, or hipMalloc on HIP).
 mixcclResult_t cuda(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return mixcclSuccess;
-  return setError(mixcclUnhandledDeviceError, kPrefix, "%s: CUDA error %d: %s", what, e,
+  return setError(mixcclUnhandledDeviceError, kPrefix, "%s%s: %s error %d: %s",
+                  api.runtimePrefix.c_str(), what, runtimeName.c_str(), static_cast<int>(e),
                   api.cudaGetErrorString(e));
 }
 mixcclResult_t nccl(ncclResult_t r, const char* what) {
-  if (r == 0) return mixcclSuccess;
+  if (r == ncclSuccess) return mixcclSuccess;
   // NCCL's result codes have mixccl's values (ncclInProgress included).
-  mixcclResult_t code = (r > 0 && r < mixcclNumResults) ? static_cast<mixcclResult_t>(r)
-                                                         : mixcclInternalError;
-  return setError(code, kPrefix, "%s: %s (NCCL %d, code %d)", what, api.ncclGetErrorString(r),
-                  ncclVersion, r);
+  const int code = static_cast<int>(r);
+  mixcclResult_t result = (code > 0 && code < mixcclNumResults) ? static_cast<mixcclResult_t>(code)
+                                                                : mixcclInternalError;
+  return setError(result, kPrefix, "%s: %s (NCCL %d, code %d)", what, api.ncclGetErrorString(r),
+                  ncclVersion, code);
 }
 
 // ---- entries ----
@@ -154,13 +93,16 @@ mixcclResult_t init() {
   static mixcclResult_t result = mixcclSuccess;
   static std::string error;
   std::call_once(once, [] {
-    result = loadApi();
-    if (result == mixcclSuccess) {
+    const std::string why = mixccl_nccl::loadApi(&api);
+    if (!why.empty()) {
+      result = setError(mixcclSystemError, kPrefix, "%s", why.c_str());
+    } else {
+      if (api.runtimePrefix == "hip") runtimeName = "HIP";
       int count = 0;
       cudaError_t e = api.cudaGetDeviceCount(&count);
       if (e != cudaSuccess || count <= 0) {
-        result = setError(mixcclSystemError, kPrefix,
-                          "no usable CUDA device (cudaGetDeviceCount: %s)",
+        result = setError(mixcclSystemError, kPrefix, "no usable %s device (%sGetDeviceCount: %s)",
+                          runtimeName.c_str(), api.runtimePrefix.c_str(),
                           e != cudaSuccess ? api.cudaGetErrorString(e) : "0 devices");
       } else {
         api.ncclGetVersion(&ncclVersion);
@@ -183,49 +125,48 @@ mixcclResult_t init() {
 
 mixcclResult_t getDeviceCount(int* count) {
   NEED_INIT("getDeviceCount");
-  return cuda(api.cudaGetDeviceCount(count), "cudaGetDeviceCount");
+  return cuda(api.cudaGetDeviceCount(count), "GetDeviceCount");
 }
-mixcclResult_t setDevice(int d) { NEED_INIT("setDevice"); return cuda(api.cudaSetDevice(d), "cudaSetDevice"); }
-mixcclResult_t getDevice(int* d) { NEED_INIT("getDevice"); return cuda(api.cudaGetDevice(d), "cudaGetDevice"); }
+mixcclResult_t setDevice(int d) { NEED_INIT("setDevice"); return cuda(api.cudaSetDevice(d), "SetDevice"); }
+mixcclResult_t getDevice(int* d) { NEED_INIT("getDevice"); return cuda(api.cudaGetDevice(d), "GetDevice"); }
 mixcclResult_t getPciBusId(int d, char* busId, size_t len) {
   NEED_INIT("getPciBusId");
-  return cuda(api.cudaDeviceGetPCIBusId(busId, static_cast<int>(len), d), "cudaDeviceGetPCIBusId");
+  return cuda(api.cudaDeviceGetPCIBusId(busId, static_cast<int>(len), d), "DeviceGetPCIBusId");
 }
-mixcclResult_t memAlloc(void** p, size_t n) { NEED_INIT("memAlloc"); return cuda(api.cudaMalloc(p, n), "cudaMalloc"); }
-mixcclResult_t memFree(void* p) { NEED_INIT("memFree"); return cuda(api.cudaFree(p), "cudaFree"); }
-mixcclResult_t hostAlloc(void** p, size_t n) { NEED_INIT("hostAlloc"); return cuda(api.cudaMallocHost(p, n), "cudaMallocHost"); }
-mixcclResult_t hostFree(void* p) { NEED_INIT("hostFree"); return cuda(api.cudaFreeHost(p), "cudaFreeHost"); }
+mixcclResult_t memAlloc(void** p, size_t n) { NEED_INIT("memAlloc"); return cuda(api.cudaMalloc(p, n), "Malloc"); }
+mixcclResult_t memFree(void* p) { NEED_INIT("memFree"); return cuda(api.cudaFree(p), "Free"); }
+mixcclResult_t hostAlloc(void** p, size_t n) { NEED_INIT("hostAlloc"); return cuda(api.cudaMallocHost(p, n), "MallocHost"); }
+mixcclResult_t hostFree(void* p) { NEED_INIT("hostFree"); return cuda(api.cudaFreeHost(p), "FreeHost"); }
 mixcclResult_t memcpyAsync(void* dst, const void* src, size_t n, mixcclAdaptorCopyKind_t kind,
                            void* stream) {
   NEED_INIT("memcpyAsync");
-  // mixcclAdaptorCopyKind_t has cudaMemcpyKind's values (HostToHost 0 ... DeviceToDevice 3).
-  return cuda(api.cudaMemcpyAsync(dst, src, n, static_cast<int>(kind), stream), "cudaMemcpyAsync");
+  return cuda(api.cudaMemcpyAsync(dst, src, n, static_cast<cudaMemcpyKind>(kind), asStream(stream)), "MemcpyAsync");
 }
 mixcclResult_t streamCreate(void** s) {
   NEED_INIT("streamCreate");
-  return cuda(api.cudaStreamCreateWithFlags(s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  return cuda(api.cudaStreamCreateWithFlags(reinterpret_cast<cudaStream_t*>(s), kStreamNonBlocking), "StreamCreateWithFlags");
 }
-mixcclResult_t streamDestroy(void* s) { NEED_INIT("streamDestroy"); return cuda(api.cudaStreamDestroy(s), "cudaStreamDestroy"); }
-mixcclResult_t streamSynchronize(void* s) { NEED_INIT("streamSynchronize"); return cuda(api.cudaStreamSynchronize(s), "cudaStreamSynchronize"); }
+mixcclResult_t streamDestroy(void* s) { NEED_INIT("streamDestroy"); return cuda(api.cudaStreamDestroy(asStream(s)), "StreamDestroy"); }
+mixcclResult_t streamSynchronize(void* s) { NEED_INIT("streamSynchronize"); return cuda(api.cudaStreamSynchronize(asStream(s)), "StreamSynchronize"); }
 mixcclResult_t eventCreate(void** e) {
   NEED_INIT("eventCreate");
-  return cuda(api.cudaEventCreateWithFlags(e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+  return cuda(api.cudaEventCreateWithFlags(reinterpret_cast<cudaEvent_t*>(e), kEventDisableTiming), "EventCreateWithFlags");
 }
-mixcclResult_t eventDestroy(void* e) { NEED_INIT("eventDestroy"); return cuda(api.cudaEventDestroy(e), "cudaEventDestroy"); }
-mixcclResult_t eventRecord(void* e, void* s) { NEED_INIT("eventRecord"); return cuda(api.cudaEventRecord(e, s), "cudaEventRecord"); }
+mixcclResult_t eventDestroy(void* e) { NEED_INIT("eventDestroy"); return cuda(api.cudaEventDestroy(asEvent(e)), "EventDestroy"); }
+mixcclResult_t eventRecord(void* e, void* s) { NEED_INIT("eventRecord"); return cuda(api.cudaEventRecord(asEvent(e), asStream(s)), "EventRecord"); }
 mixcclResult_t eventQuery(void* e, int* done) {
   NEED_INIT("eventQuery");
-  cudaError_t r = api.cudaEventQuery(e);
+  cudaError_t r = api.cudaEventQuery(asEvent(e));
   *done = r == cudaSuccess;
-  return r == cudaErrorNotReady ? mixcclSuccess : cuda(r, "cudaEventQuery");
+  return r == cudaErrorNotReady ? mixcclSuccess : cuda(r, "EventQuery");
 }
 mixcclResult_t streamWaitEvent(void* s, void* e) {
   NEED_INIT("streamWaitEvent");
-  return cuda(api.cudaStreamWaitEvent(s, e, 0), "cudaStreamWaitEvent");
+  return cuda(api.cudaStreamWaitEvent(asStream(s), asEvent(e), 0), "StreamWaitEvent");
 }
 mixcclResult_t launchHostFunc(void* s, void (*fn)(void*), void* arg) {
   NEED_INIT("launchHostFunc");
-  return cuda(api.cudaLaunchHostFunc(s, fn, arg), "cudaLaunchHostFunc");
+  return cuda(api.cudaLaunchHostFunc(asStream(s), fn, arg), "LaunchHostFunc");
 }
 
 int supports(mixcclAdaptorColl_t, mixcclDataType_t type, mixcclRedOp_t op) {
@@ -237,7 +178,6 @@ int supports(mixcclAdaptorColl_t, mixcclDataType_t type, mixcclRedOp_t op) {
 
 mixcclResult_t getUniqueId(void* id) {
   NEED_INIT("getUniqueId");
-  static_assert(sizeof(ncclUniqueId) <= MIXCCL_ADAPTOR_UNIQUE_ID_BYTES, "unique id too large");
   ncclUniqueId u;
   MIXCCL_PLUGIN_CHECK(nccl(api.ncclGetUniqueId(&u), "ncclGetUniqueId"));
   std::memset(id, 0, MIXCCL_ADAPTOR_UNIQUE_ID_BYTES);
@@ -248,7 +188,7 @@ mixcclResult_t getUniqueId(void* id) {
 mixcclResult_t commInitRank(void** comm, int nranks, const void* id, int rank, int device,
                             const mixcclAdaptorServices_t*) {
   NEED_INIT("commInitRank");
-  if (device >= 0) MIXCCL_PLUGIN_CHECK(cuda(api.cudaSetDevice(device), "cudaSetDevice"));
+  if (device >= 0) MIXCCL_PLUGIN_CHECK(cuda(api.cudaSetDevice(device), "SetDevice"));
   ncclUniqueId u;
   std::memcpy(&u, id, sizeof u);
   ncclComm_t c = nullptr;
@@ -256,40 +196,40 @@ mixcclResult_t commInitRank(void** comm, int nranks, const void* id, int rank, i
   *comm = c;
   return mixcclSuccess;
 }
-mixcclResult_t commDestroy(void* c) { NEED_INIT("commDestroy"); return nccl(api.ncclCommDestroy(c), "ncclCommDestroy"); }
-mixcclResult_t commAbort(void* c) { NEED_INIT("commAbort"); return nccl(api.ncclCommAbort(c), "ncclCommAbort"); }
+mixcclResult_t commDestroy(void* c) { NEED_INIT("commDestroy"); return nccl(api.ncclCommDestroy(asComm(c)), "ncclCommDestroy"); }
+mixcclResult_t commAbort(void* c) { NEED_INIT("commAbort"); return nccl(api.ncclCommAbort(asComm(c)), "ncclCommAbort"); }
 
 mixcclResult_t allReduce(const void* s, void* r, size_t n, mixcclDataType_t t, mixcclRedOp_t op,
                          void* c, void* st) {
   NEED_INIT("allReduce");
-  return nccl(api.ncclAllReduce(s, r, n, t, op, c, st), "ncclAllReduce");
+  return nccl(api.ncclAllReduce(s, r, n, asType(t), asOp(op), asComm(c), asStream(st)), "ncclAllReduce");
 }
 mixcclResult_t allGather(const void* s, void* r, size_t n, mixcclDataType_t t, void* c, void* st) {
   NEED_INIT("allGather");
-  return nccl(api.ncclAllGather(s, r, n, t, c, st), "ncclAllGather");
+  return nccl(api.ncclAllGather(s, r, n, asType(t), asComm(c), asStream(st)), "ncclAllGather");
 }
 mixcclResult_t reduceScatter(const void* s, void* r, size_t n, mixcclDataType_t t,
                              mixcclRedOp_t op, void* c, void* st) {
   NEED_INIT("reduceScatter");
-  return nccl(api.ncclReduceScatter(s, r, n, t, op, c, st), "ncclReduceScatter");
+  return nccl(api.ncclReduceScatter(s, r, n, asType(t), asOp(op), asComm(c), asStream(st)), "ncclReduceScatter");
 }
 mixcclResult_t broadcast(const void* s, void* r, size_t n, mixcclDataType_t t, int root, void* c,
                          void* st) {
   NEED_INIT("broadcast");
-  return nccl(api.ncclBroadcast(s, r, n, t, root, c, st), "ncclBroadcast");
+  return nccl(api.ncclBroadcast(s, r, n, asType(t), root, asComm(c), asStream(st)), "ncclBroadcast");
 }
 mixcclResult_t reduce(const void* s, void* r, size_t n, mixcclDataType_t t, mixcclRedOp_t op,
                       int root, void* c, void* st) {
   NEED_INIT("reduce");
-  return nccl(api.ncclReduce(s, r, n, t, op, root, c, st), "ncclReduce");
+  return nccl(api.ncclReduce(s, r, n, asType(t), asOp(op), root, asComm(c), asStream(st)), "ncclReduce");
 }
 mixcclResult_t send(const void* s, size_t n, mixcclDataType_t t, int peer, void* c, void* st) {
   NEED_INIT("send");
-  return nccl(api.ncclSend(s, n, t, peer, c, st), "ncclSend");
+  return nccl(api.ncclSend(s, n, asType(t), peer, asComm(c), asStream(st)), "ncclSend");
 }
 mixcclResult_t recv(void* r, size_t n, mixcclDataType_t t, int peer, void* c, void* st) {
   NEED_INIT("recv");
-  return nccl(api.ncclRecv(r, n, t, peer, c, st), "ncclRecv");
+  return nccl(api.ncclRecv(r, n, asType(t), peer, asComm(c), asStream(st)), "ncclRecv");
 }
 mixcclResult_t groupStart() { NEED_INIT("groupStart"); return nccl(api.ncclGroupStart(), "ncclGroupStart"); }
 mixcclResult_t groupEnd() { NEED_INIT("groupEnd"); return nccl(api.ncclGroupEnd(), "ncclGroupEnd"); }

@@ -54,6 +54,37 @@ std::string tryOne(const std::string& path, void** handle) {
   return "";
 }
 
+// LD_LIBRARY_PATH's folders, then the CUDA toolkit's and the system's.
+std::vector<std::string> libraryDirectories() {
+  std::vector<std::string> dirs;
+  split(getenv("LD_LIBRARY_PATH"), &dirs);
+  for (const char* d : {"/usr/local/cuda/lib64", "/usr/local/cuda/lib", "/usr/lib/x86_64-linux-gnu",
+                        "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib"})
+    dirs.push_back(d);
+  return dirs;
+}
+
+// The folder `sub` (e.g. nvidia/nccl/lib) of pip's nvidia wheels: in a virtual environment,
+// conda, the user's and the system's site-packages.
+void wheelDirectories(const std::string& sub, std::vector<std::string>* out) {
+  std::vector<std::string> prefixes;
+  if (const char* v = getenv("VIRTUAL_ENV")) prefixes.push_back(v);
+  if (const char* c = getenv("CONDA_PREFIX")) prefixes.push_back(c);
+  if (const char* h = getenv("HOME")) prefixes.push_back(std::string(h) + "/.local");
+  prefixes.push_back("/usr/local");
+  prefixes.push_back("/usr");
+  for (const std::string& p : prefixes) {
+    globInto(p + "/lib/python3*/site-packages/" + sub, out);
+    globInto(p + "/lib/python3*/dist-packages/" + sub, out);
+  }
+  globInto("/usr/lib/python3/dist-packages/" + sub, out);
+}
+
+std::string realKey(const std::string& file) {
+  char real[PATH_MAX];
+  return realpath(file.c_str(), real) ? real : file;
+}
+
 }  // namespace
 
 NcclSearch defaultNcclSearch() {
@@ -62,23 +93,8 @@ NcclSearch defaultNcclSearch() {
     s.explicitPath = p;
     return s;
   }
-  split(getenv("LD_LIBRARY_PATH"), &s.directories);
-  for (const char* d : {"/usr/local/cuda/lib64", "/usr/local/cuda/lib", "/usr/lib/x86_64-linux-gnu",
-                        "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib"})
-    s.directories.push_back(d);
-  // pip's nvidia-nccl-cu12/cu13 wheels: in a virtual environment, conda, the user's and the
-  // system's site-packages.
-  std::vector<std::string> prefixes;
-  if (const char* v = getenv("VIRTUAL_ENV")) prefixes.push_back(v);
-  if (const char* c = getenv("CONDA_PREFIX")) prefixes.push_back(c);
-  if (const char* h = getenv("HOME")) prefixes.push_back(std::string(h) + "/.local");
-  prefixes.push_back("/usr/local");
-  prefixes.push_back("/usr");
-  for (const std::string& p : prefixes) {
-    globInto(p + "/lib/python3*/site-packages/nvidia/nccl/lib", &s.directories);
-    globInto(p + "/lib/python3*/dist-packages/nvidia/nccl/lib", &s.directories);
-  }
-  globInto("/usr/lib/python3/dist-packages/nvidia/nccl/lib", &s.directories);
+  s.directories = libraryDirectories();
+  wheelDirectories("nvidia/nccl/lib", &s.directories);
   return s;
 }
 
@@ -97,9 +113,7 @@ std::string openRealNccl(const NcclSearch& search, void** handle, std::string* p
   for (const std::string& dir : search.directories) {
     const std::string file = dir + "/" + kLibName;
     if (access(file.c_str(), F_OK) != 0) continue;
-    char real[PATH_MAX];
-    const std::string key = realpath(file.c_str(), real) ? real : file;
-    if (!seen.insert(key).second) continue;
+    if (!seen.insert(realKey(file)).second) continue;
     std::string why = tryOne(file, handle);
     if (why.empty()) {
       *path = file;
@@ -117,6 +131,57 @@ std::string openRealNccl(const NcclSearch& search, void** handle, std::string* p
   }
   if (tried.empty()) tried = std::string("no ") + kLibName + " in the folders searched";
   return tried + "; set MIXCCL_NCCL_LIBRARY to NVIDIA's libnccl.so.2";
+}
+
+RuntimeSearch defaultRuntimeSearch() {
+  RuntimeSearch s;
+  if (const char* p = getenv("MIXCCL_CUDA_RUNTIME_LIBRARY"); p != nullptr && *p) {
+    s.explicitName = p;
+    return s;
+  }
+  // Newest first. A runtime the process already uses (torch loads its wheel's) is preferred:
+  // a second copy of libcudart would keep its own state beside it.
+  s.loaderNames = {"libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0", "libcudart.so"};
+  s.loadedNames = s.loaderNames;
+  s.directories = libraryDirectories();
+  wheelDirectories("nvidia/cu13/lib", &s.directories);          // CUDA 13 wheels
+  wheelDirectories("nvidia/cuda_runtime/lib", &s.directories);  // CUDA 12 wheels
+  return s;
+}
+
+std::string openRuntime(const RuntimeSearch& search, void** handle, std::string* path) {
+  *handle = nullptr;
+  auto open = [&](const std::string& name, int extra, std::string* tried) {
+    void* h = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL | extra);
+    if (h != nullptr) {
+      *handle = h;
+      *path = name;
+      return true;
+    }
+    const char* why = dlerror();
+    if (tried != nullptr) append(tried, name + ": " + (why ? why : "not loadable"));
+    return false;
+  };
+  std::string tried;
+  if (!search.explicitName.empty()) {
+    if (open(search.explicitName, 0, &tried)) return "";
+    return "MIXCCL_CUDA_RUNTIME_LIBRARY=" + tried;
+  }
+  for (const std::string& name : search.loadedNames)
+    if (open(name, RTLD_NOLOAD, nullptr)) return "";
+  std::set<std::string> seen;
+  for (const std::string& dir : search.directories) {
+    std::vector<std::string> files;
+    globInto(dir + "/libcudart.so*", &files);
+    for (const std::string& file : files) {
+      if (!seen.insert(realKey(file)).second) continue;
+      if (open(file, 0, &tried)) return "";
+    }
+  }
+  for (const std::string& name : search.loaderNames)
+    if (open(name, 0, &tried)) return "";
+  if (tried.empty()) tried = "no libcudart.so* in the folders searched";
+  return tried + "; set MIXCCL_CUDA_RUNTIME_LIBRARY to the runtime's library";
 }
 
 }  // namespace mixccl_nccl
