@@ -25,6 +25,9 @@ const std::string kNet = [] {
   std::string net = t ? t : "socket";
   unsetenv("MIXCCL_CHECK_MISMATCH");
   setenv("MIXCCL_TIMEOUT_S", "10", 1);
+  // The rings, not the shared-memory slots (small calls of one host take them, and they check
+  // their own stamps: SlotCollectives.AMismatchIsRefusedOnEveryRankAndTheSlotsStayUsable).
+  setenv("MIXCCL_SHM_SLOT_BYTES", "0", 1);
   if (net == "socket") setenv("MIXCCL_SHM_DISABLE", "1", 1);
   if (net == "ucx") {
     setenv("MIXCCL_NET", "ucx", 1);
@@ -145,6 +148,16 @@ TEST(WireMismatch, DifferentCountsFailEveryRankNamingBothCalls) {
   runScenario({"count", 2, 1, kAllReduce,
                allReduce(2 * kCount, mixcclFloat, mixcclSum,
                          "mixcclAllReduce (count 524288, datatype float, op sum)")});
+}
+
+// 8 KiB against 32 KiB per message: UCX sends the first with its stamp in front and the
+// second with its stamp apart (ucx_stamped.h), so each side meets the other form.
+TEST(WireMismatch, CountsWhoseMessagesTakeDifferentFormsFailEveryRank) {
+  runScenario({"count across forms", 2, 1,
+               allReduce(4096, mixcclFloat, mixcclSum,
+                         "mixcclAllReduce (count 4096, datatype float, op sum)"),
+               allReduce(16384, mixcclFloat, mixcclSum,
+                         "mixcclAllReduce (count 16384, datatype float, op sum)")});
 }
 
 TEST(WireMismatch, DifferentDatatypesFailEveryRankNamingBothCalls) {

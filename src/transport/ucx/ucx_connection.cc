@@ -8,6 +8,7 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "transport/ucx/ucx_stamped.h"
 #include "transport/ucx/ucx_tag.h"
 
 namespace mixccl {
@@ -18,12 +19,20 @@ namespace {
 // with the worker); a dead or stopped peer never makes Destroy hang.
 constexpr int kByeBoundMs = 200;
 constexpr int kDrainBoundMs = 500;
-// Sends up to this many payload bytes go out of a contiguous copy (postStampedSend).
-constexpr size_t kUcxBounceBytes = 1024;
 // The goodbye's payload: messages sent, messages received (Op::counts).
 constexpr size_t kByeBytes = 2 * sizeof(uint64_t);
 
-void onSendDone(void* request, ucs_status_t status, void* user) {
+void onEndpointError(void* arg, ucp_ep_h, ucs_status_t status) {
+  static_cast<UcxConnection*>(arg)->endpointFailed(status);
+}
+
+bool inProgress(void* request) {
+  return request && ucp_request_check_status(request) == UCS_INPROGRESS;
+}
+
+}  // namespace
+
+void ucxSendDone(void* request, ucs_status_t status, void* user) {
   auto* op = static_cast<UcxConnection::Op*>(user);
   op->ucxRequest = nullptr;
   ucp_request_free(request);
@@ -33,7 +42,7 @@ void onSendDone(void* request, ucs_status_t status, void* user) {
     delete op;  // its connection is gone (Destroy gave up waiting for it)
 }
 
-void onRecvDone(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info, void* user) {
+void ucxRecvDone(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info, void* user) {
   auto* op = static_cast<UcxConnection::Op*>(user);
   op->ucxRequest = nullptr;
   size_t length = status == UCS_OK && info ? info->length : 0;
@@ -49,16 +58,6 @@ void onRecvDone(void* request, ucs_status_t status, const ucp_tag_recv_info_t* i
   else
     delete op;
 }
-
-void onEndpointError(void* arg, ucp_ep_h, ucs_status_t status) {
-  static_cast<UcxConnection*>(arg)->endpointFailed(status);
-}
-
-bool inProgress(void* request) {
-  return request && ucp_request_check_status(request) == UCS_INPROGRESS;
-}
-
-}  // namespace
 
 UcxConnection::UcxConnection(int peer, std::string peerName, std::shared_ptr<UcxWorker> worker,
                              const UcxKeys& keys, bool drivesWorker)
@@ -163,7 +162,7 @@ void UcxConnection::postTagRecv(Op* op, void* buf, size_t bytes, uint64_t tag) {
   ucp_request_param_t p{};
   p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
                    UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-  p.cb.recv = onRecvDone;
+  p.cb.recv = ucxRecvDone;
   p.user_data = op;
   op->posting = true;
   // The full mask: only a message with exactly this key and number can land in buf.
@@ -182,7 +181,7 @@ void UcxConnection::postTagRecv(Op* op, void* buf, size_t bytes, uint64_t tag) {
 void UcxConnection::postTagSend(Op* op, const void* buf, size_t bytes, uint64_t tag) {
   ucp_request_param_t p{};
   p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-  p.cb.send = onSendDone;
+  p.cb.send = ucxSendDone;
   p.user_data = op;
   ucs_status_ptr_t sp = ucp_tag_send_nbx(ep_, buf, bytes, tag, &p);
   if (UCS_PTR_IS_PTR(sp)) {
@@ -193,124 +192,39 @@ void UcxConnection::postTagSend(Op* op, const void* buf, size_t bytes, uint64_t 
   }
 }
 
-// The stamp goes as its own part of an IOV datatype rather than in the tag, whose 64 bits hold
-// the key and the message number: UCX packs small messages into one eager buffer either way,
-// and a large one's rendezvous moves the payload straight from the user's buffer.
-namespace {
-ucp_request_param_t stampedParam(UcxConnection::Op* op, void* buf, size_t bytes) {
-  op->iov[0].buffer = &op->stamp;
-  op->iov[0].length = sizeof(op->stamp);
-  op->iov[1].buffer = buf;
-  op->iov[1].length = bytes;
-  ucp_request_param_t p{};
-  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                   UCP_OP_ATTR_FIELD_DATATYPE;
-  p.datatype = ucp_dt_make_iov();
-  p.user_data = op;
-  return p;
-}
-}  // namespace
-
-// A small host message is copied behind its stamp and sent contiguous: UCX's fastest eager
-// protocol (inline, "short") takes contiguous buffers only, and the copy costs nanoseconds.
-// The receiver's IOV reads either form alike: UCX matches bytes, not datatypes.
-void UcxConnection::postStampedSend(Op* op, TransportRequest* r, uint64_t tag) {
-  op->stamp = r->stamp;
-  ucp_request_param_t p = stampedParam(op, r->buf, r->bytes);
-  p.cb.send = onSendDone;
-  ucs_status_ptr_t sp;
-  if (r->bytes <= kUcxBounceBytes && r->memory == MemoryKind::Host) {
-    op->bounce.reset(new char[sizeof(op->stamp) + r->bytes]);
-    memcpy(op->bounce.get(), &op->stamp, sizeof(op->stamp));
-    if (r->bytes) memcpy(op->bounce.get() + sizeof(op->stamp), r->buf, r->bytes);
-    p.datatype = ucp_dt_make_contig(1);
-    sp = ucp_tag_send_nbx(ep_, op->bounce.get(), sizeof(op->stamp) + r->bytes, tag, &p);
-  } else {
-    sp = ucp_tag_send_nbx(ep_, op->iov, r->bytes ? 2 : 1, tag, &p);
-  }
-  if (UCS_PTR_IS_PTR(sp)) {
-    op->ucxRequest = sp;
-    ops_.insert(op);
-  } else {
-    finish(op, UCS_PTR_STATUS(sp), 0);  // done at once (UCS_OK) or refused
-  }
-}
-
-// As postTagRecv: no immediate completion, so the callback always reports the length.
-void UcxConnection::postStampedRecv(Op* op, TransportRequest* r, uint64_t tag) {
-  op->stamp = 0;
-  ucp_request_param_t p = stampedParam(op, r->buf, r->bytes);
-  p.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-  p.cb.recv = onRecvDone;
-  op->posting = true;
-  ucs_status_ptr_t sp =
-      ucp_tag_recv_nbx(worker_->handle(), op->iov, r->bytes ? 2 : 1, tag, kUcxFullTagMask, &p);
-  op->posting = false;
-  if (op->completedInline) {
-    finish(op, op->status, op->length);
-  } else if (UCS_PTR_IS_PTR(sp)) {
-    op->ucxRequest = sp;
-    ops_.insert(op);
-  } else {
-    finish(op, UCS_PTR_STATUS(sp), 0);
-  }
-}
-
 void UcxConnection::postSend(TransportRequest* r) {
-  r->seq = sendSeq_++;
+  r->seq = sendSeq_;
+  sendSeq_ += ucxStampSplit(r->bytes) ? 2 : 1;  // the split form's stamp takes a number
   ++messagesSent_;
   Op* op = new Op;
   op->conn = this;
   op->req = r;
   op->kind = Op::Send;
-  postStampedSend(op, r, ucxTag(keys_.sendKey, r->seq));
+  postStampedSend(op, r);
 }
 
 void UcxConnection::postRecv(TransportRequest* r) {
-  r->seq = recvSeq_++;
+  r->seq = recvSeq_;
+  recvSeq_ += ucxStampSplit(r->bytes) ? 2 : 1;
   Op* op = new Op;
   op->conn = this;
   op->req = r;
   op->kind = Op::Recv;
-  postStampedRecv(op, r, ucxTag(keys_.recvKey, r->seq));
-}
-
-// The stamp is judged first: a message of another call usually has another size too, and the
-// stamp says which call it was. A message too long for the receive (UCX truncates it) may not
-// have delivered its stamp, so only its size can be reported.
-bool UcxConnection::checkStampedRecv(Op* op, TransportRequest* r, ucs_status_t status,
-                                     size_t length) {
-  const size_t expected = sizeof(op->stamp) + r->bytes;
-  if (status == UCS_OK && length >= sizeof(op->stamp) && op->stamp != r->stamp) {
-    events_->callMismatch(peer(), op->stamp, r->stamp);
-    return false;
-  }
-  if (status == UCS_OK && length != expected) {
-    const size_t sent = length < sizeof(op->stamp) ? 0 : length - sizeof(op->stamp);
-    events_->protocolError(peer(), "sent a message of " + std::to_string(sent) +
-                                       " bytes to a receive of " + std::to_string(r->bytes) +
-                                       " bytes (mismatched calls?)");
-    return false;
-  }
-  if (status == UCS_ERR_MESSAGE_TRUNCATED) {
-    events_->protocolError(peer(), "sent a message of more than " + std::to_string(r->bytes) +
-                                       " bytes to a receive of " + std::to_string(r->bytes) +
-                                       " bytes (mismatched calls?)");
-    return false;
-  }
-  return true;
+  postStampedRecv(op, r);
 }
 
 void UcxConnection::finish(Op* op, ucs_status_t status, size_t length) {
   ops_.erase(op);
   TransportRequest* r = op->req;
   Op::Kind kind = op->kind;
-  bool stampedRecvOk =
-      kind != Op::Recv || !r || !events_ || checkStampedRecv(op, r, status, length);
+  const bool split = op->split;
+  // A receive's stamp and size are judged before anything else (ucx_stamped.cc).
+  bool stampOk = !r || !events_ || (kind != Op::Recv && kind != Op::StampRecv) ||
+                 checkStampedRecv(op, r, status, length);
   const uint64_t counts[2] = {op->counts[0], op->counts[1]};
   delete op;
-  if (!stampedRecvOk) return;
-  if (kind == Op::ByeSend) return;
+  if (!stampOk) return;
+  if (kind == Op::ByeSend || kind == Op::StampSend) return;  // a StampSend's data send reports
   if (kind == Op::HelloSend || kind == Op::HelloRecv) {
     if (status == UCS_OK) --helloPending_;
     else if (!failed_ && status != UCS_ERR_CANCELED) endpointFailed(status);
@@ -339,12 +253,20 @@ void UcxConnection::finish(Op* op, ucs_status_t status, size_t length) {
          ucxStatusText(status));
     return;
   }
+  if (kind == Op::Send) {
+    bytes_ += r->bytes;
+    events_->complete(r, mixcclSuccess);
+    return;
+  }
+  // A receive of the split form is two messages: the request is done with both.
+  if (kind == Op::StampRecv || split) {
+    r->assigned |= kind == Op::StampRecv ? 1u : 2u;
+    if (r->assigned != 3u) return;
+  }
   bytes_ += r->bytes;
   events_->complete(r, mixcclSuccess);
-  if (kind == Op::Recv) {
-    ++messagesReceived_;
-    checkLeft();
-  }
+  ++messagesReceived_;
+  checkLeft();
 }
 
 void UcxConnection::onPeerGoodbye(const uint64_t counts[2]) {
@@ -373,7 +295,7 @@ void UcxConnection::checkLeft() {
   // Left over: a receive beyond what the peer sent, or a send it never received. A send it
   // did receive may still await UCX's completion here: that is no pending work.
   bool pending = messagesSent_ > peerReceived_;
-  for (Op* o : ops_) pending = pending || o->kind == Op::Recv;
+  for (Op* o : ops_) pending = pending || o->kind == Op::Recv || o->kind == Op::StampRecv;
   events_->peerLeft(peer(), pending);
 }
 
@@ -436,7 +358,9 @@ void UcxConnection::closeEndpoint(bool force, int boundMs) {
   // callbacks may run inside the cancel, so walk a copy).
   std::vector<Op*> recvs;
   for (Op* op : ops_)
-    if ((op->kind == Op::Recv || op->kind == Op::ByeRecv) && op->ucxRequest) recvs.push_back(op);
+    if ((op->kind == Op::Recv || op->kind == Op::StampRecv || op->kind == Op::ByeRecv) &&
+        op->ucxRequest)
+      recvs.push_back(op);
   for (Op* op : recvs)
     if (ops_.count(op) && op->ucxRequest) ucp_request_cancel(worker_->handle(), op->ucxRequest);
   void* closing = nullptr;
@@ -456,7 +380,9 @@ void UcxConnection::closeEndpoint(bool force, int boundMs) {
   // would have fetched it), so it is left to UCX rather than delaying the failure report.
   auto receiving = [&] {
     for (Op* op : ops_)
-      if (op->kind == Op::Recv || op->kind == Op::ByeRecv || op->kind == Op::HelloRecv) return true;
+      if (op->kind == Op::Recv || op->kind == Op::StampRecv || op->kind == Op::ByeRecv ||
+          op->kind == Op::HelloRecv)
+        return true;
     return false;
   };
   Deadline d = Deadline::afterSeconds(boundMs / 1000.0);

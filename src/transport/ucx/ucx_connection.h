@@ -37,6 +37,10 @@
 
 namespace mixccl {
 
+// UCX's completion callbacks of every request of a UcxConnection (user data: its Op).
+void ucxSendDone(void* request, ucs_status_t status, void* user);
+void ucxRecvDone(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info, void* user);
+
 struct UcxKeys {
   uint32_t sendKey = 0, sendByeKey = 0;  // the peer's keys for our messages
   uint32_t recvKey = 0, recvByeKey = 0;  // ours for its messages
@@ -83,7 +87,8 @@ class UcxConnection : public Connection {
 
   // One UCX request in flight (or the goodbye); public for the C callbacks.
   struct Op {
-    enum Kind : uint8_t { Send, Recv, ByeSend, ByeRecv, HelloSend, HelloRecv };
+    // StampSend / StampRecv: the stamp of a data message of the split form (ucx_stamped.cc).
+    enum Kind : uint8_t { Send, Recv, ByeSend, ByeRecv, HelloSend, HelloRecv, StampSend, StampRecv };
     UcxConnection* conn = nullptr;  // null once the connection is gone
     TransportRequest* req = nullptr;  // null once abandoned (the engine failed it)
     Kind kind = Send;
@@ -92,11 +97,12 @@ class UcxConnection : public Connection {
     bool completedInline = false;  // its callback ran there: status and length below
     ucs_status_t status = UCS_OK;
     size_t length = 0;
-    // Data messages travel as two parts, the call stamp (base/call_stamp.h) and the payload:
-    // UCX packs them into one message, and a receive gets the sender's stamp in front.
+    // A data message's call stamp (base/call_stamp.h) and, in the forms of ucx_stamped.cc, the
+    // IOV of stamp and payload; split: a data message whose stamp travels apart.
     uint64_t stamp = 0;
     ucp_dt_iov_t iov[2];
-    std::unique_ptr<char[]> bounce;  // a small send: stamp and payload in one contiguous buffer
+    bool split = false;
+    std::unique_ptr<char[]> bounce;  // stamp and payload in one contiguous buffer
     // ByeSend / ByeRecv: messages sent and received by the rank that says goodbye.
     uint64_t counts[2] = {0, 0};
   };
@@ -112,10 +118,12 @@ class UcxConnection : public Connection {
   // received here (see "Leaving" above).
   void checkLeft();
   void postTagRecv(Op* op, void* buf, size_t bytes, uint64_t tag);
-  // A data message: stamp and payload as one message of 8 + r->bytes bytes.
-  void postStampedRecv(Op* op, TransportRequest* r, uint64_t tag);
-  void postStampedSend(Op* op, TransportRequest* r, uint64_t tag);
-  // Whether a data receive of length bytes is what r expects; reports it to the engine if not.
+  // A data message with its stamp, in the form its size calls for (ucx_stamped.cc); op is the
+  // data part's record.
+  void postStampedSend(Op* op, TransportRequest* r);
+  void postStampedRecv(Op* op, TransportRequest* r);
+  // Whether what a receive (op: a Recv or StampRecv) got is what r expects: its stamp first,
+  // then its size. Reports a difference to the engine and returns false.
   bool checkStampedRecv(Op* op, TransportRequest* r, ucs_status_t status, size_t length);
   // Sends under tag; an op UCX finished at once (or refused) goes to finish() at once.
   void postTagSend(Op* op, const void* buf, size_t bytes, uint64_t tag);
