@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <deque>
+#include <unordered_set>
 #include <vector>
 
 #include "base/clock.h"
@@ -51,12 +52,14 @@ class Transfers {
     ops_.emplace_back(TransportRequest::Kind::Send, commRank(peer), const_cast<void*>(buf), bytes,
                       memory_);
     ops_.back().stamp = stamp_;
+    ops_.back().callStart = sentTo_.insert(commRank(peer)).second;
     proxy_.post(&ops_.back());
     return Transfer(&ops_.back());
   }
   Transfer recv(int peer, void* buf, size_t bytes) {
     ops_.emplace_back(TransportRequest::Kind::Recv, commRank(peer), buf, bytes, memory_);
     ops_.back().stamp = stamp_;
+    ops_.back().callStart = receivedFrom_.insert(commRank(peer)).second;
     proxy_.post(&ops_.back());
     return Transfer(&ops_.back());
   }
@@ -80,6 +83,8 @@ class Transfers {
   const std::vector<int>* members_ = nullptr;
   MemoryKind memory_ = MemoryKind::Host;
   uint64_t stamp_ = 0;
+  // Peers posted to so far, per direction: the first op to each starts the call there.
+  std::unordered_set<int> sentTo_, receivedFrom_;
   std::deque<TransportRequest> ops_;
 };
 

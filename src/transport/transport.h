@@ -45,6 +45,10 @@ struct TransportRequest {
   // The call stamp (base/call_stamp.h) this message carries and the one a receive expects
   // (0: no collective). Set by the poster before post().
   uint64_t stamp = 0;
+  // The first message of its call between the two ranks in this direction (both ranks agree
+  // for matching calls): a transport that pays for carrying the stamp may carry it only here,
+  // since the first message of another call already differs (UCX, ucx_stamped.h).
+  bool callStart = true;
 
   // The transport's bookkeeping, touched only by whoever drives progress.
   uint32_t seq = 0;          // message number of this (peer, direction)

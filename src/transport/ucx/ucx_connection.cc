@@ -193,8 +193,7 @@ void UcxConnection::postTagSend(Op* op, const void* buf, size_t bytes, uint64_t 
 }
 
 void UcxConnection::postSend(TransportRequest* r) {
-  r->seq = sendSeq_;
-  sendSeq_ += ucxStampSplit(r->bytes) ? 2 : 1;  // the split form's stamp takes a number
+  r->seq = sendSeq_++;
   ++messagesSent_;
   Op* op = new Op;
   op->conn = this;
@@ -204,8 +203,7 @@ void UcxConnection::postSend(TransportRequest* r) {
 }
 
 void UcxConnection::postRecv(TransportRequest* r) {
-  r->seq = recvSeq_;
-  recvSeq_ += ucxStampSplit(r->bytes) ? 2 : 1;
+  r->seq = recvSeq_++;
   Op* op = new Op;
   op->conn = this;
   op->req = r;
@@ -217,14 +215,12 @@ void UcxConnection::finish(Op* op, ucs_status_t status, size_t length) {
   ops_.erase(op);
   TransportRequest* r = op->req;
   Op::Kind kind = op->kind;
-  const bool split = op->split;
   // A receive's stamp and size are judged before anything else (ucx_stamped.cc).
-  bool stampOk = !r || !events_ || (kind != Op::Recv && kind != Op::StampRecv) ||
-                 checkStampedRecv(op, r, status, length);
+  bool stampOk = !r || !events_ || kind != Op::Recv || checkStampedRecv(op, r, status, length);
   const uint64_t counts[2] = {op->counts[0], op->counts[1]};
   delete op;
   if (!stampOk) return;
-  if (kind == Op::ByeSend || kind == Op::StampSend) return;  // a StampSend's data send reports
+  if (kind == Op::ByeSend) return;
   if (kind == Op::HelloSend || kind == Op::HelloRecv) {
     if (status == UCS_OK) --helloPending_;
     else if (!failed_ && status != UCS_ERR_CANCELED) endpointFailed(status);
@@ -253,20 +249,12 @@ void UcxConnection::finish(Op* op, ucs_status_t status, size_t length) {
          ucxStatusText(status));
     return;
   }
-  if (kind == Op::Send) {
-    bytes_ += r->bytes;
-    events_->complete(r, mixcclSuccess);
-    return;
-  }
-  // A receive of the split form is two messages: the request is done with both.
-  if (kind == Op::StampRecv || split) {
-    r->assigned |= kind == Op::StampRecv ? 1u : 2u;
-    if (r->assigned != 3u) return;
-  }
   bytes_ += r->bytes;
   events_->complete(r, mixcclSuccess);
-  ++messagesReceived_;
-  checkLeft();
+  if (kind == Op::Recv) {
+    ++messagesReceived_;
+    checkLeft();
+  }
 }
 
 void UcxConnection::onPeerGoodbye(const uint64_t counts[2]) {
@@ -295,7 +283,7 @@ void UcxConnection::checkLeft() {
   // Left over: a receive beyond what the peer sent, or a send it never received. A send it
   // did receive may still await UCX's completion here: that is no pending work.
   bool pending = messagesSent_ > peerReceived_;
-  for (Op* o : ops_) pending = pending || o->kind == Op::Recv || o->kind == Op::StampRecv;
+  for (Op* o : ops_) pending = pending || o->kind == Op::Recv;
   events_->peerLeft(peer(), pending);
 }
 
@@ -358,9 +346,7 @@ void UcxConnection::closeEndpoint(bool force, int boundMs) {
   // callbacks may run inside the cancel, so walk a copy).
   std::vector<Op*> recvs;
   for (Op* op : ops_)
-    if ((op->kind == Op::Recv || op->kind == Op::StampRecv || op->kind == Op::ByeRecv) &&
-        op->ucxRequest)
-      recvs.push_back(op);
+    if ((op->kind == Op::Recv || op->kind == Op::ByeRecv) && op->ucxRequest) recvs.push_back(op);
   for (Op* op : recvs)
     if (ops_.count(op) && op->ucxRequest) ucp_request_cancel(worker_->handle(), op->ucxRequest);
   void* closing = nullptr;
@@ -380,9 +366,7 @@ void UcxConnection::closeEndpoint(bool force, int boundMs) {
   // would have fetched it), so it is left to UCX rather than delaying the failure report.
   auto receiving = [&] {
     for (Op* op : ops_)
-      if (op->kind == Op::Recv || op->kind == Op::StampRecv || op->kind == Op::ByeRecv ||
-          op->kind == Op::HelloRecv)
-        return true;
+      if (op->kind == Op::Recv || op->kind == Op::ByeRecv || op->kind == Op::HelloRecv) return true;
     return false;
   };
   Deadline d = Deadline::afterSeconds(boundMs / 1000.0);

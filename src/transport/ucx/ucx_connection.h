@@ -87,8 +87,7 @@ class UcxConnection : public Connection {
 
   // One UCX request in flight (or the goodbye); public for the C callbacks.
   struct Op {
-    // StampSend / StampRecv: the stamp of a data message of the split form (ucx_stamped.cc).
-    enum Kind : uint8_t { Send, Recv, ByeSend, ByeRecv, HelloSend, HelloRecv, StampSend, StampRecv };
+    enum Kind : uint8_t { Send, Recv, ByeSend, ByeRecv, HelloSend, HelloRecv };
     UcxConnection* conn = nullptr;  // null once the connection is gone
     TransportRequest* req = nullptr;  // null once abandoned (the engine failed it)
     Kind kind = Send;
@@ -97,11 +96,11 @@ class UcxConnection : public Connection {
     bool completedInline = false;  // its callback ran there: status and length below
     ucs_status_t status = UCS_OK;
     size_t length = 0;
-    // A data message's call stamp (base/call_stamp.h) and, in the forms of ucx_stamped.cc, the
-    // IOV of stamp and payload; split: a data message whose stamp travels apart.
+    // A data message's call stamp (base/call_stamp.h) and, in the forms of ucx_stamped.h, the
+    // IOV of stamp and payload; plain: a message without its stamp (not the first of its call).
     uint64_t stamp = 0;
     ucp_dt_iov_t iov[2];
-    bool split = false;
+    bool plain = false;
     std::unique_ptr<char[]> bounce;  // stamp and payload in one contiguous buffer
     // ByeSend / ByeRecv: messages sent and received by the rank that says goodbye.
     uint64_t counts[2] = {0, 0};
@@ -122,8 +121,8 @@ class UcxConnection : public Connection {
   // data part's record.
   void postStampedSend(Op* op, TransportRequest* r);
   void postStampedRecv(Op* op, TransportRequest* r);
-  // Whether what a receive (op: a Recv or StampRecv) got is what r expects: its stamp first,
-  // then its size. Reports a difference to the engine and returns false.
+  // Whether what a receive got is what r expects: its stamp first, then its size. Reports a
+  // difference to the engine and returns false.
   bool checkStampedRecv(Op* op, TransportRequest* r, ucs_status_t status, size_t length);
   // Sends under tag; an op UCX finished at once (or refused) goes to finish() at once.
   void postTagSend(Op* op, const void* buf, size_t bytes, uint64_t tag);

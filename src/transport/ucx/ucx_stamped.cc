@@ -9,10 +9,12 @@
 namespace mixccl {
 namespace {
 
-// The IOV [stamp][payload] of op, with the request parameters every stamped post shares.
+constexpr size_t kStampBytes = sizeof(uint64_t);
+
+// The IOV [stamp][payload] of op, with the request parameters of an IOV post.
 ucp_request_param_t iovParam(UcxConnection::Op* op, void* buf, size_t bytes) {
   op->iov[0].buffer = &op->stamp;
-  op->iov[0].length = sizeof(op->stamp);
+  op->iov[0].length = kStampBytes;
   op->iov[1].buffer = buf;
   op->iov[1].length = bytes;
   ucp_request_param_t p{};
@@ -21,6 +23,10 @@ ucp_request_param_t iovParam(UcxConnection::Op* op, void* buf, size_t bytes) {
   p.datatype = ucp_dt_make_iov();
   p.user_data = op;
   return p;
+}
+
+bool bounced(const TransportRequest& r) {
+  return r.bytes <= kUcxBounceBytes && r.memory == MemoryKind::Host;
 }
 
 std::string sizeMismatch(const std::string& sent, size_t posted) {
@@ -33,29 +39,21 @@ std::string sizeMismatch(const std::string& sent, size_t posted) {
 void UcxConnection::postStampedSend(Op* op, TransportRequest* r) {
   const uint64_t tag = ucxTag(keys_.sendKey, r->seq);
   op->stamp = r->stamp;
-  if (ucxStampSplit(r->bytes)) {
-    Op* stamp = new Op;
-    stamp->conn = this;
-    stamp->req = r;
-    stamp->kind = Op::StampSend;
-    stamp->stamp = r->stamp;
-    op->split = true;
-    postTagSend(stamp, &stamp->stamp, sizeof(stamp->stamp), tag);
-    postTagSend(op, r->buf, r->bytes, ucxTag(keys_.sendKey, r->seq + 1));
+  if (!r->callStart) {
+    op->plain = true;
+    postTagSend(op, r->buf, r->bytes, tag);
+    return;
+  }
+  if (bounced(*r)) {
+    op->bounce.reset(new char[kStampBytes + r->bytes]);
+    memcpy(op->bounce.get(), &op->stamp, kStampBytes);
+    if (r->bytes) memcpy(op->bounce.get() + kStampBytes, r->buf, r->bytes);
+    postTagSend(op, op->bounce.get(), kStampBytes + r->bytes, tag);
     return;
   }
   ucp_request_param_t p = iovParam(op, r->buf, r->bytes);
   p.cb.send = ucxSendDone;
-  ucs_status_ptr_t sp;
-  if (r->bytes <= kUcxBounceBytes && r->memory == MemoryKind::Host) {
-    op->bounce.reset(new char[sizeof(op->stamp) + r->bytes]);
-    memcpy(op->bounce.get(), &op->stamp, sizeof(op->stamp));
-    if (r->bytes) memcpy(op->bounce.get() + sizeof(op->stamp), r->buf, r->bytes);
-    p.datatype = ucp_dt_make_contig(1);
-    sp = ucp_tag_send_nbx(ep_, op->bounce.get(), sizeof(op->stamp) + r->bytes, tag, &p);
-  } else {
-    sp = ucp_tag_send_nbx(ep_, op->iov, r->bytes ? 2 : 1, tag, &p);
-  }
+  ucs_status_ptr_t sp = ucp_tag_send_nbx(ep_, op->iov, 2, tag, &p);
   if (UCS_PTR_IS_PTR(sp)) {
     op->ucxRequest = sp;
     ops_.insert(op);
@@ -68,24 +66,21 @@ void UcxConnection::postStampedSend(Op* op, TransportRequest* r) {
 void UcxConnection::postStampedRecv(Op* op, TransportRequest* r) {
   const uint64_t tag = ucxTag(keys_.recvKey, r->seq);
   op->stamp = 0;
-  if (ucxStampSplit(r->bytes)) {
-    r->assigned = 0;  // parts received: 1 the stamp, 2 the payload
-    Op* stamp = new Op;
-    stamp->conn = this;
-    stamp->req = r;
-    stamp->kind = Op::StampRecv;
-    stamp->bounce.reset(new char[sizeof(uint64_t) + kUcxSplitBytes]);
-    op->split = true;
-    postTagRecv(stamp, stamp->bounce.get(), sizeof(uint64_t) + kUcxSplitBytes, tag);
-    postTagRecv(op, r->buf, r->bytes, ucxTag(keys_.recvKey, r->seq + 1));
+  if (!r->callStart) {
+    op->plain = true;
+    postTagRecv(op, r->buf, r->bytes, tag);
+    return;
+  }
+  if (bounced(*r)) {
+    op->bounce.reset(new char[kStampBytes + r->bytes]);
+    postTagRecv(op, op->bounce.get(), kStampBytes + r->bytes, tag);
     return;
   }
   ucp_request_param_t p = iovParam(op, r->buf, r->bytes);
   p.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
   p.cb.recv = ucxRecvDone;
   op->posting = true;
-  ucs_status_ptr_t sp =
-      ucp_tag_recv_nbx(worker_->handle(), op->iov, r->bytes ? 2 : 1, tag, kUcxFullTagMask, &p);
+  ucs_status_ptr_t sp = ucp_tag_recv_nbx(worker_->handle(), op->iov, 2, tag, kUcxFullTagMask, &p);
   op->posting = false;
   if (op->completedInline) {
     finish(op, op->status, op->length);
@@ -101,36 +96,30 @@ void UcxConnection::postStampedRecv(Op* op, TransportRequest* r) {
 // only its size can be reported then.
 bool UcxConnection::checkStampedRecv(Op* op, TransportRequest* r, ucs_status_t status,
                                      size_t length) {
-  const size_t stampBytes = sizeof(uint64_t);
-  size_t payload = r->bytes;  // what this part expects after the stamp
-  uint64_t theirs = op->stamp;
-  bool stampHere = true;
-  if (op->kind == Op::StampRecv) {
-    payload = 0;
-    if (status == UCS_OK && length >= stampBytes) memcpy(&theirs, op->bounce.get(), stampBytes);
-  } else if (op->split) {
-    stampHere = false;  // the payload of the split form: its size only
-  }
+  // Whether the stamp is in front of this message's payload.
+  const bool stampHere = !op->plain;
+  const size_t payload = r->bytes;
   if (status == UCS_ERR_MESSAGE_TRUNCATED) {
     events_->protocolError(peer(),
                            sizeMismatch("more than " + std::to_string(r->bytes), r->bytes));
     return false;
   }
   if (status != UCS_OK) return true;  // cancelled or failed: finish() reports it
-  if (stampHere && length >= stampBytes && theirs != r->stamp) {
+  uint64_t theirs = op->stamp;
+  if (stampHere && op->bounce && length >= kStampBytes)
+    memcpy(&theirs, op->bounce.get(), kStampBytes);
+  if (stampHere && length >= kStampBytes && theirs != r->stamp) {
     events_->callMismatch(peer(), theirs, r->stamp);
     return false;
   }
-  const size_t expected = (stampHere ? stampBytes : 0) + payload;
+  const size_t expected = (stampHere ? kStampBytes : 0) + payload;
   if (length != expected) {
-    size_t sent = stampHere ? (length < stampBytes ? 0 : length - stampBytes) : length;
-    // A lone stamp where a whole message was expected: the stamp of a split-form message.
-    std::string what = op->kind == Op::Recv && stampHere && length == stampBytes && payload
-                           ? "more than " + std::to_string(kUcxSplitBytes)
-                           : std::to_string(sent);
-    events_->protocolError(peer(), sizeMismatch(what, r->bytes));
+    size_t sent = stampHere ? (length < kStampBytes ? 0 : length - kStampBytes) : length;
+    events_->protocolError(peer(), sizeMismatch(std::to_string(sent), r->bytes));
     return false;
   }
+  if (stampHere && op->bounce && r->bytes)
+    memcpy(r->buf, op->bounce.get() + kStampBytes, r->bytes);
   return true;
 }
 
