@@ -214,6 +214,7 @@ Result Proxy::wait(TransportRequest* r, const Deadline& deadline) {
         movedSinceLook = false;
         spinning = now < spinEnd;
         if (now >= nextSample_) sampleProgress(now);  // every kSampleEvery
+        if (sizeMismatch_.peer >= 0 && now >= sizeMismatch_.until) failSizeMismatch();
         // Most of the timeout has passed: tell every peer whom this rank waits for, so that
         // whoever reaches its deadline first can follow the waits to the rank that stopped.
         if (!reported && deadline.at() - now <= reportLead_) {
@@ -346,8 +347,13 @@ void Proxy::peerFailed(int peer, const std::string& what) {
   // A rank that gives up sends its notice on the control connection before it cuts the data
   // connections, but this rank may see the cut first (the fds' order in one epoll round is
   // arbitrary): read the notices already there, so that the failure is blamed as the notice
-  // says and not on the rank that only passed it on. Doorbells are skipped (the communicator
-  // fails either way); a goodbye stays for pumpControl.
+  // says and not on the rank that only passed it on.
+  readNotices(peer);
+  failConnection(peer, what);
+}
+
+// Doorbells are skipped (the communicator fails either way); a goodbye stays for pumpControl.
+void Proxy::readNotices(int peer) {
   ControlChannel& c = control_[peer];
   while (c.valid() && !byeHeard_[peer] && !health_.failed()) {
     FrameHeader h;
@@ -359,7 +365,6 @@ void Proxy::peerFailed(int peer, const std::string& what) {
     }
     if (h.flags != kFrameFlagDoorbell) handleNotice(peer, h, payload);
   }
-  failConnection(peer, what);
 }
 
 void Proxy::failConnection(int peer, const std::string& what) {

@@ -80,6 +80,7 @@ class Proxy : private TransportEvents {
   void peerFailed(int peer, const std::string& what) override;
   void protocolError(int peer, const std::string& what) override;
   void callMismatch(int peer, uint64_t theirs, uint64_t mine) override;
+  void callSizeMismatch(int peer, uint64_t mine, const std::string& sent, size_t posted) override;
   void peerLeft(int peer, bool pendingWork) override;
   void setInterest(Connection* c, int lane, int fd, uint32_t events) override;
   void ringDoorbell(int peer) override;
@@ -97,6 +98,10 @@ class Proxy : private TransportEvents {
   void handlePeerFailedNotice(int from, const FrameHeader& h, const std::string& payload);
   void handleWaitingNotice(int from, const FrameHeader& h, const std::string& payload);
   void handleCallMismatchNotice(int from, const FrameHeader& notice);
+  // The failure notices already waiting on peer's control connection, handled now.
+  void readNotices(int peer);
+  // The size mismatch callSizeMismatch held back, as this rank's own failure.
+  void failSizeMismatch();
   // The connection to peer broke: the communicator fails, naming peer and what happened.
   void failConnection(int peer, const std::string& what);
   // The stall bookkeeping (stall_tracker.h): how much moved with each peer waited for; this
@@ -160,6 +165,15 @@ class Proxy : private TransportEvents {
   // The notice of mismatched calls this rank found or heard of (flags 0: none), sent to every
   // peer when the communicator fails (kFrameFlagCallMismatch).
   FrameHeader mismatchNotice_{};
+  // A message too large for a receive that expected its call's stamp (callSizeMismatch): held
+  // until `until` for the peer's notice naming both calls (peer -1: none).
+  struct {
+    int peer = -1;
+    uint64_t mine = 0;
+    std::string sent;
+    size_t posted = 0;
+    Clock::time_point until;
+  } sizeMismatch_;
 };
 
 }  // namespace mixccl

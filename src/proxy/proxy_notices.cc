@@ -145,4 +145,31 @@ void Proxy::handleCallMismatchNotice(int from, const FrameHeader& notice) {
                me() + ": " + what + " (reported by " + params_.peerNames[from] + ")");
 }
 
+// The peer found the mismatch too where its receive met this rank's smaller message; its notice
+// names both calls and usually arrives within milliseconds (its failure is reported at once).
+constexpr std::chrono::milliseconds kSizeMismatchGrace{200};
+
+void Proxy::callSizeMismatch(int peer, uint64_t mine, const std::string& sent, size_t posted) {
+  if (health_.failed() || sizeMismatch_.peer >= 0) return;
+  readNotices(peer);
+  if (health_.failed()) return;
+  sizeMismatch_.peer = peer;
+  sizeMismatch_.mine = mine;
+  sizeMismatch_.sent = sent;
+  sizeMismatch_.posted = posted;
+  sizeMismatch_.until = Clock::now() + kSizeMismatchGrace;
+}
+
+void Proxy::failSizeMismatch() {
+  const int peer = sizeMismatch_.peer;
+  sizeMismatch_.peer = -1;
+  if (health_.failed()) return;
+  health_.fail(mixcclInvalidUsage,
+               me() + ": " + params_.peerNames[peer] + " sent a message of " + sizeMismatch_.sent +
+                   " bytes to a receive of " + std::to_string(sizeMismatch_.posted) +
+                   " bytes of this rank's " + describeCallStamp(sizeMismatch_.mine) +
+                   ": mismatched calls (every rank must make the same collective calls in the "
+                   "same order)");
+}
+
 }  // namespace mixccl

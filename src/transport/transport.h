@@ -77,6 +77,12 @@ class TransportEvents {
   // A message from peer carries the call stamp theirs where the receive posted for it expects
   // mine: the ranks made different calls. Fails the communicator with mixcclInvalidUsage.
   virtual void callMismatch(int peer, uint64_t theirs, uint64_t mine) = 0;
+  // A message from peer ("more than N" bytes: sent) was too large for a receive of posted
+  // bytes of the collective stamped mine (nonzero), so its stamp could not be read (a library
+  // transport truncated it): mismatched calls. The peer, whose receive then meets this rank's
+  // smaller message, can name both calls: the engine waits briefly for its notice first.
+  virtual void callSizeMismatch(int peer, uint64_t mine, const std::string& sent,
+                                size_t posted) = 0;
   // The peer's stream ended cleanly (its goodbye); pendingWork: it left with ours outstanding.
   virtual void peerLeft(int peer, bool pendingWork) = 0;
   // Readiness the connection wants to hear of on fd (EPOLLIN/EPOLLOUT/EPOLLRDHUP; 0: none),

@@ -543,6 +543,35 @@ TEST(ProxyTransportUcx, SizeMismatchNamesThePeerAndBothSizes) {
     EXPECT_EQ(in[100], 0xEE) << "a byte was written past the posted receive";
   }
 }
+
+// A collective's receive that a larger message overran (UCX truncated it, so its stamp is
+// unread) is a mismatch: mixcclInvalidUsage naming this rank's call, after a short wait for the
+// peer's notice naming both (this peer sends none).
+TEST(ProxyTransportUcx, ATruncatedMessageOfACollectiveIsAMismatchNamingThisRanksCall) {
+  std::unique_ptr<Pair> pair = makePair("ucx", 1, 65536);
+  Pair& p = *pair;
+  std::vector<uint8_t> in(101, 0xEE), out(5000, 0x11);
+  TransportRequest recv(TransportRequest::Kind::Recv, 1, in.data(), 100);
+  recv.stamp = (1ull << 60) | 25;  // mixcclAllReduce (count 25, datatype int8, op sum)
+  TransportRequest send(TransportRequest::Kind::Send, 0, out.data(), out.size());
+  p.p0->post(&recv);
+  p.p1->post(&send);
+  std::thread sender([&] { p.p1->wait(&send, Deadline::afterSeconds(5)); });
+  double t0 = fault_now();
+  EXPECT_EQ(p.p0->wait(&recv, Deadline::afterSeconds(10)), mixcclInvalidUsage);
+  double took = fault_now() - t0;
+  p.p0->abort("test over");
+  sender.join();
+  std::string msg;
+  p.h0.error(&msg);
+  EXPECT_EQ(msg, "rank 0: rank 1 (test) sent a message of more than 100 bytes to a receive of 100 "
+                 "bytes of this rank's mixcclAllReduce (count 25, datatype int8, op sum): "
+                 "mismatched calls (every rank must make the same collective calls in the same "
+                 "order)");
+  EXPECT_GT(took, 0.15);  // the wait for the peer's notice
+  EXPECT_LT(took, 1.0);
+  EXPECT_EQ(in[100], 0xEE) << "a byte was written past the posted receive";
+}
 #endif
 
 // Ranks of one process: one thread initialises all of them (possible only because init does

@@ -169,6 +169,12 @@ void OfiConnection::opFailed(OfiOp* op, const fi_cq_err_entry& err, const std::s
     // olen is the part that did not fit, where the provider reports it (rxm says 0).
     std::string sent = err.olen ? std::to_string(copy.request->bytes + err.olen)
                                 : "more than " + std::to_string(copy.request->bytes);
+    // The stamp of a truncated message may not be reported: the peer, whose receive meets this
+    // rank's smaller message, names both calls (TransportEvents::callSizeMismatch).
+    if (copy.request->stamp) {
+      events_->callSizeMismatch(peer(), copy.request->stamp, sent, copy.request->bytes);
+      return;
+    }
     events_->protocolError(peer(), "sent a message of " + sent + " bytes to a receive of " +
                                        std::to_string(copy.request->bytes) +
                                        " bytes (mismatched calls?)");

@@ -92,16 +92,18 @@ void UcxConnection::postStampedRecv(Op* op, TransportRequest* r) {
   }
 }
 
-// A message too long for the receive (UCX truncates it) may not have delivered its stamp, so
-// only its size can be reported then.
+// A message too long for the receive (UCX truncates it) may not have delivered its stamp: the
+// engine then waits briefly for the peer, which meets this rank's smaller message, to name both
+// calls (TransportEvents::callSizeMismatch).
 bool UcxConnection::checkStampedRecv(Op* op, TransportRequest* r, ucs_status_t status,
                                      size_t length) {
   // Whether the stamp is in front of this message's payload.
   const bool stampHere = !op->plain;
   const size_t payload = r->bytes;
   if (status == UCS_ERR_MESSAGE_TRUNCATED) {
-    events_->protocolError(peer(),
-                           sizeMismatch("more than " + std::to_string(r->bytes), r->bytes));
+    const std::string sent = "more than " + std::to_string(r->bytes);
+    if (stampHere && r->stamp) events_->callSizeMismatch(peer(), r->stamp, sent, r->bytes);
+    else events_->protocolError(peer(), sizeMismatch(sent, r->bytes));
     return false;
   }
   if (status != UCS_OK) return true;  // cancelled or failed: finish() reports it
