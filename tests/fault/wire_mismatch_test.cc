@@ -136,7 +136,7 @@ void runScenario(const Scenario& s) {
     mixcclResult_t async = mixcclSuccess;
     RANK_CHECK(mixcclCommGetAsyncError(comm, &async) == mixcclSuccess);
     RANK_CHECK(async == mixcclInvalidUsage);
-    if (rank == 0) fprintf(stderr, "%s, rank 0: %s\n", s.name, msg.c_str());
+    fprintf(stderr, "%s, rank %d, after %.3f s: %s\n", s.name, rank, took, msg.c_str());
     RANK_CHECK(mixcclCommDestroy(comm) == mixcclSuccess);
     return 0;
   });
