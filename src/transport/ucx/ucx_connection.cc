@@ -158,10 +158,14 @@ void UcxConnection::postByeRecv() {
 // was already waiting), so the length of such a message would be unknown. Denying immediate
 // completion makes UCX report every receive through the callback, with its length; the
 // callback may then run inside ucp_tag_recv_nbx, which op->posting tells it.
-void UcxConnection::postTagRecv(Op* op, void* buf, size_t bytes, uint64_t tag) {
+void UcxConnection::postTagRecv(Op* op, void* buf, size_t bytes, uint64_t tag, bool iov) {
   ucp_request_param_t p{};
   p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
                    UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+  if (iov) {
+    p.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+    p.datatype = ucp_dt_make_iov();
+  }
   p.cb.recv = ucxRecvDone;
   p.user_data = op;
   op->posting = true;
@@ -178,9 +182,13 @@ void UcxConnection::postTagRecv(Op* op, void* buf, size_t bytes, uint64_t tag) {
   }
 }
 
-void UcxConnection::postTagSend(Op* op, const void* buf, size_t bytes, uint64_t tag) {
+void UcxConnection::postTagSend(Op* op, const void* buf, size_t bytes, uint64_t tag, bool iov) {
   ucp_request_param_t p{};
   p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  if (iov) {
+    p.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+    p.datatype = ucp_dt_make_iov();
+  }
   p.cb.send = ucxSendDone;
   p.user_data = op;
   ucs_status_ptr_t sp = ucp_tag_send_nbx(ep_, buf, bytes, tag, &p);

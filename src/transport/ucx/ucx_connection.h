@@ -116,7 +116,8 @@ class UcxConnection : public Connection {
   // Reports the peer as gone once its goodbye has arrived and every message it sent has been
   // received here (see "Leaving" above).
   void checkLeft();
-  void postTagRecv(Op* op, void* buf, size_t bytes, uint64_t tag);
+  // Receives under tag into buf (iov: buf is an array of bytes ucp_dt_iov_t entries).
+  void postTagRecv(Op* op, void* buf, size_t bytes, uint64_t tag, bool iov = false);
   // A data message with its stamp, in the form its size calls for (ucx_stamped.cc); op is the
   // data part's record.
   void postStampedSend(Op* op, TransportRequest* r);
@@ -125,7 +126,7 @@ class UcxConnection : public Connection {
   // difference to the engine and returns false.
   bool checkStampedRecv(Op* op, TransportRequest* r, ucs_status_t status, size_t length);
   // Sends under tag; an op UCX finished at once (or refused) goes to finish() at once.
-  void postTagSend(Op* op, const void* buf, size_t bytes, uint64_t tag);
+  void postTagSend(Op* op, const void* buf, size_t bytes, uint64_t tag, bool iov = false);
   // Closes the endpoint (force: without the peer) and progresses the worker until UCX has
   // finished every request of this connection or the bound passes.
   void closeEndpoint(bool force, int boundMs);

@@ -11,18 +11,12 @@ namespace {
 
 constexpr size_t kStampBytes = sizeof(uint64_t);
 
-// The IOV [stamp][payload] of op, with the request parameters of an IOV post.
-ucp_request_param_t iovParam(UcxConnection::Op* op, void* buf, size_t bytes) {
+// The IOV [stamp][payload] of op.
+void fillIov(UcxConnection::Op* op, void* buf, size_t bytes) {
   op->iov[0].buffer = &op->stamp;
   op->iov[0].length = kStampBytes;
   op->iov[1].buffer = buf;
   op->iov[1].length = bytes;
-  ucp_request_param_t p{};
-  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                   UCP_OP_ATTR_FIELD_DATATYPE;
-  p.datatype = ucp_dt_make_iov();
-  p.user_data = op;
-  return p;
 }
 
 bool bounced(const TransportRequest& r) {
@@ -51,18 +45,10 @@ void UcxConnection::postStampedSend(Op* op, TransportRequest* r) {
     postTagSend(op, op->bounce.get(), kStampBytes + r->bytes, tag);
     return;
   }
-  ucp_request_param_t p = iovParam(op, r->buf, r->bytes);
-  p.cb.send = ucxSendDone;
-  ucs_status_ptr_t sp = ucp_tag_send_nbx(ep_, op->iov, 2, tag, &p);
-  if (UCS_PTR_IS_PTR(sp)) {
-    op->ucxRequest = sp;
-    ops_.insert(op);
-  } else {
-    finish(op, UCS_PTR_STATUS(sp), 0);  // done at once (UCS_OK) or refused
-  }
+  fillIov(op, r->buf, r->bytes);
+  postTagSend(op, op->iov, 2, tag, /*iov=*/true);
 }
 
-// As postTagRecv: no immediate completion, so the callback always reports the length.
 void UcxConnection::postStampedRecv(Op* op, TransportRequest* r) {
   const uint64_t tag = ucxTag(keys_.recvKey, r->seq);
   op->stamp = 0;
@@ -76,20 +62,8 @@ void UcxConnection::postStampedRecv(Op* op, TransportRequest* r) {
     postTagRecv(op, op->bounce.get(), kStampBytes + r->bytes, tag);
     return;
   }
-  ucp_request_param_t p = iovParam(op, r->buf, r->bytes);
-  p.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-  p.cb.recv = ucxRecvDone;
-  op->posting = true;
-  ucs_status_ptr_t sp = ucp_tag_recv_nbx(worker_->handle(), op->iov, 2, tag, kUcxFullTagMask, &p);
-  op->posting = false;
-  if (op->completedInline) {
-    finish(op, op->status, op->length);
-  } else if (UCS_PTR_IS_PTR(sp)) {
-    op->ucxRequest = sp;
-    ops_.insert(op);
-  } else {
-    finish(op, UCS_PTR_STATUS(sp), 0);
-  }
+  fillIov(op, r->buf, r->bytes);
+  postTagRecv(op, op->iov, 2, tag, /*iov=*/true);
 }
 
 // A message too long for the receive (UCX truncates it) may not have delivered its stamp: the
