@@ -73,7 +73,12 @@ export HWLOC_COMPONENTS=-pci
 # the cross-domain path runs below as quick matrices instead of the full-size ones.
 # The forked StallBlame tests (fault_stall_tests) are not built here either: they time 4 ranks
 # against a 1 s timeout on every transport, and their proxy paths run here in ProxyStall.*.
-ASAN_EXCLUDE='^matrix_[0-9]ranks_[a-z]+$|^matrix_1rank$|^matrix_domains_|install_consumer|main_job|^Topology|^testbed_|mixccl_topo|^adaptor_|^hetero_|^Inspect.AdaptorsFormDomains$|^ofi_fault_tests|^OfiFault\.|^fault_stall_tests|^StallBlame\.|^nccl_'
+# Nor the teardown tests (teardown_tests: dozens of 8-rank jobs, whose goodbye paths the proxy
+# and fault tests here take too). The mismatch tests on the wire run over socket and shm here
+# (their stamp checks and notices); the ucx and ofi variants, like the UCX and libfabric fault
+# tests, run in the normal build. The GPU check's tests check a packaging script (the ldd of
+# an ASan build names the sanitizer's runtime), so they too run in the normal build only.
+ASAN_EXCLUDE='^matrix_[0-9]ranks_[a-z]+$|^matrix_1rank$|^matrix_domains_|install_consumer|main_job|^Topology|^testbed_|mixccl_topo|^adaptor_|^hetero_|^Inspect.AdaptorsFormDomains$|^ofi_fault_tests|^OfiFault\.|^fault_stall_tests|^StallBlame\.|^nccl_|^teardown_tests|^Teardown/|^WireMismatch\..*\.(ucx|ofi)$|^gpu_check_'
 
 if ((RUN_ASAN)); then
   echo "== sanitizers: AddressSanitizer + UndefinedBehaviorSanitizer build"
@@ -82,7 +87,8 @@ if ((RUN_ASAN)); then
   cmake -S . -B build-asan "${COMMON[@]}" "${COMPILER[@]}" -DMIXCCL_SANITIZE=address,undefined \
         -DMIXCCL_BUILD_FUZZERS=$fuzz >/dev/null
   targets=(mixccl collective_matrix api_behaviour_tests inspect_tests mixccl_unit_tests fault_tests
-           fault_mismatch_tests fault_stranger_tests fault_flood_tests fault_rendezvous_tests
+           fault_mismatch_tests fault_wire_mismatch_tests fault_stranger_tests fault_flood_tests
+           fault_rendezvous_tests
            proxy_transport_tests premulsum_tests probe_tests fuzz_replay_bootstrap
            fuzz_replay_transport)
   [ "$fuzz" = ON ] && targets+=(fuzz_bootstrap fuzz_transport)
