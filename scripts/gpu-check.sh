@@ -248,9 +248,16 @@ prepare_main() {
     case $1 in --build) build=$2; shift 2 ;; *) die "unknown --prepare argument $1" ;; esac
   done
   mkdir -p "$CARRY" "$debs"
+  local updated=0
   for p in "${CARRY_PACKAGES[@]}"; do
     if ! compgen -G "$debs/${p}_*.deb" >/dev/null; then
-      (cd "$debs" && apt-get download -q "$p" >/dev/null 2>&1) || { missing+=("package $p (apt-get download failed)"); continue; }
+      # A machine whose package lists are missing or old finds nothing: update them once.
+      if ! (cd "$debs" && apt-get download -q "$p" >/dev/null 2>&1) && ((!updated)); then
+        updated=1
+        apt-get update -qq >/dev/null 2>&1 || true
+        (cd "$debs" && apt-get download -q "$p" >/dev/null 2>&1)
+      fi
+      compgen -G "$debs/${p}_*.deb" >/dev/null || { missing+=("package $p (apt-get download failed)"); continue; }
     fi
     for f in "$debs/${p}"_*.deb; do dpkg -x "$f" "$CARRY" || missing+=("package $p (dpkg -x $f failed)"); done
   done
