@@ -30,7 +30,7 @@ uint64_t opField(int32_t op) {
 
 }  // namespace
 
-uint64_t encodeCallStamp(const CallStamp& s) {
+uint64_t encodeCallStamp(const CollDesc& s) {
   if (s.kind < 0 || s.kind >= kNumCollKinds) return 0;
   uint64_t root = s.root < 0 ? 0 : std::min<uint64_t>((uint64_t)s.root + 1, kRootMask);
   return ((uint64_t)(s.kind + 1) << 60) | ((uint64_t)(s.datatype & 0xf) << 56) |

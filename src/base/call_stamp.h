@@ -20,12 +20,14 @@
 
 namespace mixccl {
 
-struct CallStamp {
-  int32_t kind = -1;     // CollKind; -1: no collective
-  int32_t datatype = 0;  // mixcclDataType_t
-  int32_t op = -1;       // mixcclRedOp_t; -1: the collective does not reduce
-  int32_t root = -1;     // -1: the collective has no root
-  uint64_t count = 0;    // the count argument of the call
+// What a collective call looks like to the other ranks: the stamp's fields, also what
+// MIXCCL_CHECK_MISMATCH exchanges in full (core/mismatch_check.h) and what logs name.
+struct CollDesc {
+  int32_t kind = -1;      // CollKind; -1: no collective
+  int32_t datatype = -1;  // mixcclDataType_t
+  int32_t op = -1;        // mixcclRedOp_t; -1: the collective does not reduce
+  int32_t root = -1;      // -1: the collective has no root
+  uint64_t count = 0;     // the count argument of the call
 };
 
 // Ops in the stamp beyond the built-in ones.
@@ -34,7 +36,7 @@ constexpr int32_t kStampNoOp = 15;
 // The count field's flag for counts of 2^35 and more (hashed).
 constexpr uint64_t kStampLargeCount = 1ull << 35;
 
-uint64_t encodeCallStamp(const CallStamp& s);
+uint64_t encodeCallStamp(const CollDesc& d);
 
 // "mixcclAllReduce (count 262144, datatype float, op sum)"; "no collective (a point-to-point
 // transfer or an internal exchange)" for 0. Every field is range-checked: stamps come from

@@ -1,7 +1,5 @@
 #include "core/coll_call.h"
 
-#include "base/call_stamp.h"
-
 #include "algo/reduce.h"
 
 namespace mixccl {
@@ -24,16 +22,7 @@ CollDesc collDescOf(const CollCall& call) {
   return d;
 }
 
-uint64_t callStampOf(const CollCall& call) {
-  const CollDesc d = collDescOf(call);
-  CallStamp s;
-  s.kind = d.kind;
-  s.datatype = d.datatype;
-  s.op = d.op;
-  s.root = d.root;
-  s.count = d.count;
-  return encodeCallStamp(s);
-}
+uint64_t callStampOf(const CollCall& call) { return encodeCallStamp(collDescOf(call)); }
 
 std::string describeCollDesc(const CollDesc& d) {
   CollKind kind;

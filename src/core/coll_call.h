@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "base/call_stamp.h"
 #include "base/collective_kind.h"
 #include "mixccl.h"
 
@@ -27,15 +28,6 @@ struct CollCall {
 
 // Bytes of the send and receive buffers of call on rank (0 where the rank has none).
 void callBytes(const CollCall& call, int rank, int nranks, size_t* send, size_t* recv);
-
-// What a collective call looks like to the other ranks (MIXCCL_CHECK_MISMATCH) and in logs.
-struct CollDesc {
-  int32_t kind = -1;     // CollKind
-  int32_t datatype = -1;
-  int32_t op = -1;       // -1: not a reduction
-  int32_t root = -1;     // -1: no root
-  uint64_t count = 0;    // the count argument of the call
-};
 
 CollDesc collDescOf(const CollCall& call);
 

@@ -11,8 +11,8 @@
 namespace mixccl {
 namespace {
 
-CallStamp allReduce(uint64_t count) {
-  CallStamp s;
+CollDesc allReduce(uint64_t count) {
+  CollDesc s;
   s.kind = (int32_t)CollKind::AllReduce;
   s.datatype = mixcclFloat;
   s.op = mixcclSum;
@@ -21,7 +21,7 @@ CallStamp allReduce(uint64_t count) {
 }
 
 TEST(CallStamp, NoCollectiveIsZeroAndSaysSo) {
-  EXPECT_EQ(encodeCallStamp(CallStamp{}), 0u);
+  EXPECT_EQ(encodeCallStamp(CollDesc{}), 0u);
   EXPECT_EQ(describeCallStamp(0),
             "no collective (a point-to-point transfer or an internal exchange)");
 }
@@ -30,7 +30,7 @@ TEST(CallStamp, EveryFieldTellsCallsApart) {
   const uint64_t base = encodeCallStamp(allReduce(262144));
   EXPECT_NE(base, 0u);
   EXPECT_NE(base, encodeCallStamp(allReduce(524288)));
-  CallStamp s = allReduce(262144);
+  CollDesc s = allReduce(262144);
   s.datatype = mixcclInt32;
   EXPECT_NE(base, encodeCallStamp(s));
   s = allReduce(262144);
@@ -40,7 +40,7 @@ TEST(CallStamp, EveryFieldTellsCallsApart) {
   s.kind = (int32_t)CollKind::Broadcast;
   s.op = -1;
   s.root = 0;
-  CallStamp t = s;
+  CollDesc t = s;
   t.root = 1;
   EXPECT_NE(encodeCallStamp(s), encodeCallStamp(t));
   EXPECT_NE(encodeCallStamp(s), base);
@@ -52,14 +52,14 @@ TEST(CallStamp, EveryFieldTellsCallsApart) {
 TEST(CallStamp, DescribesTheCallAsTheApiNamesIt) {
   EXPECT_EQ(describeCallStamp(encodeCallStamp(allReduce(262144))),
             "mixcclAllReduce (count 262144, datatype float, op sum)");
-  CallStamp b;
+  CollDesc b;
   b.kind = (int32_t)CollKind::Broadcast;
   b.datatype = mixcclInt32;
   b.root = 3;
   b.count = 10;
   EXPECT_EQ(describeCallStamp(encodeCallStamp(b)),
             "mixcclBroadcast (count 10, datatype int32, root 3)");
-  CallStamp u = allReduce(7);
+  CollDesc u = allReduce(7);
   u.op = mixcclNumOps + 2;  // a user-created op
   EXPECT_EQ(describeCallStamp(encodeCallStamp(u)),
             "mixcclAllReduce (count 7, datatype float, a user-created op)");
