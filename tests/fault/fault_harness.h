@@ -20,6 +20,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <set>
@@ -36,6 +37,14 @@ inline double now() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);  // system-wide: comparable across the job's processes
   return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+// A repeat count a test takes from the environment (MIXCCL_TEST_*_RUNS and the like): a
+// positive integer there, else fallback.
+inline int envCount(const char* name, int fallback) {
+  const char* v = getenv(name);
+  int n = v ? atoi(v) : 0;
+  return n > 0 ? n : fallback;
 }
 
 inline void sleepSeconds(double s) {

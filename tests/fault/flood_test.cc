@@ -41,10 +41,7 @@ const int kEnvTimeoutS = [] {
   return 20;
 }();
 
-int floodConnections() {
-  const char* v = getenv("MIXCCL_TEST_FLOOD_CONNECTIONS");
-  return v && atoi(v) > 0 ? atoi(v) : 2000;
-}
+int floodConnections() { return fault::envCount("MIXCCL_TEST_FLOOD_CONNECTIONS", 2000); }
 
 constexpr int kRanks = 3;
 // Connections that talk, per target: random bytes, a well-formed hello with a random proof

@@ -36,10 +36,7 @@ const int kEnvTimeoutS = [] {
   return 3;
 }();
 
-int runsPerOrder() {
-  const char* v = getenv("MIXCCL_TEST_RENDEZVOUS_RUNS");
-  return v && atoi(v) > 0 ? atoi(v) : 5;
-}
+int runsPerOrder() { return fault::envCount("MIXCCL_TEST_RENDEZVOUS_RUNS", 5); }
 
 // What both ranks of one run share with each other and with the test.
 struct PairShared {

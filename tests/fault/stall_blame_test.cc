@@ -43,11 +43,7 @@ constexpr size_t kCount = 1 << 21;
 // than a second for the first messages of 4 ranks on a loaded 2-core machine.
 int timeoutFor(const std::string& net) { return net == "ofi" ? 2 : 1; }
 
-int rounds() {
-  const char* v = getenv("MIXCCL_TEST_STALL_ROUNDS");
-  int n = v ? atoi(v) : 1;
-  return n > 0 ? n : 1;
-}
+int rounds() { return fault::envCount("MIXCCL_TEST_STALL_ROUNDS", 1); }
 
 // Every rank loops over the AllReduce until it fails (phase 2 once a call succeeded), after
 // checking that the transport asked for carries every pair.

@@ -33,11 +33,7 @@ constexpr int kDefaultRuns = 3;
 constexpr int kCount = 8;  // doubles per message
 constexpr int kRoot = 1;
 
-int runsWanted() {
-  const char* v = getenv("MIXCCL_TEST_TEARDOWN_RUNS");
-  int n = v ? atoi(v) : kDefaultRuns;
-  return n > 0 ? n : kDefaultRuns;
-}
+int runsWanted() { return fault::envCount("MIXCCL_TEST_TEARDOWN_RUNS", kDefaultRuns); }
 
 struct TransportCase {
   const char* name;     // test name suffix
