@@ -73,7 +73,6 @@ bool UcxConnection::checkStampedRecv(Op* op, TransportRequest* r, ucs_status_t s
                                      size_t length) {
   // Whether the stamp is in front of this message's payload.
   const bool stampHere = !op->plain;
-  const size_t payload = r->bytes;
   if (status == UCS_ERR_MESSAGE_TRUNCATED) {
     const std::string sent = "more than " + std::to_string(r->bytes);
     if (stampHere && r->stamp) events_->callSizeMismatch(peer(), r->stamp, sent, r->bytes);
@@ -88,7 +87,7 @@ bool UcxConnection::checkStampedRecv(Op* op, TransportRequest* r, ucs_status_t s
     events_->callMismatch(peer(), theirs, r->stamp);
     return false;
   }
-  const size_t expected = (stampHere ? kStampBytes : 0) + payload;
+  const size_t expected = (stampHere ? kStampBytes : 0) + r->bytes;
   if (length != expected) {
     size_t sent = stampHere ? (length < kStampBytes ? 0 : length - kStampBytes) : length;
     events_->protocolError(peer(), sizeMismatch(std::to_string(sent), r->bytes));
