@@ -6,9 +6,26 @@
 See docs/pytorch.md.
 """
 
+import torch as _torch
 import torch.distributed as _dist
 
-from mixccl._torch_backend import MixcclBackend, create_backend
+from mixccl._build_info import TORCH_VERSION as _BUILT_FOR
+
+
+def _major_minor(version):
+    return ".".join(version.split("+")[0].split(".")[:2])
+
+
+# The extension is compiled against one torch X.Y (torch's C++ ABI changes between versions):
+# another one would fail to load with an undefined symbol, or worse, load. Say it plainly.
+if _BUILT_FOR is None:
+    raise ImportError("mixccl was built without its torch backend (MIXCCL_WITH_TORCH=OFF)")
+if _major_minor(_BUILT_FOR) != _major_minor(_torch.__version__):
+    raise ImportError(f"mixccl's torch backend was built for torch {_BUILT_FOR}, and this is "
+                      f"torch {_torch.__version__}: reinstall mixccl built against this torch "
+                      "(docs/install.md)")
+
+from mixccl._torch_backend import MixcclBackend, create_backend  # noqa: E402
 
 __all__ = ["MixcclBackend", "create_backend", "BACKEND_NAME"]
 
