@@ -7,7 +7,7 @@
 # against; cuSPARSELt, NVSHMEM, cuFile), about 1 GB in all. Where torch still does not import
 # (no toolkit), the full `pip install torch` follows. The tests under tests/torch also need
 # expecttest (torch.testing._internal imports it; torch does not depend on it), and
-# `pip install --no-build-isolation .` (pyproject.toml, test torch_pip_install) needs the build
+# `pip install --no-build-isolation .` (pyproject.toml, test wheel_build) needs the build
 # backend scikit-build-core in this python, as no isolated build environment brings it. Does
 # nothing when all three already import.
 set -euo pipefail

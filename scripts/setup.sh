@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config libssl-dev libgtest-dev nlohmann-json3-dev libhwloc-dev libopenblas-dev
           libgloo-dev libopenmpi-dev openmpi-bin python3 python3-matplotlib iproute2
-          libucx-dev ucx-utils libfabric-dev libfabric-bin libibverbs-dev librdmacm-dev)
+          libucx-dev ucx-utils libfabric-dev libfabric-bin libibverbs-dev librdmacm-dev ccache)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -21,5 +21,10 @@ fi
 # torch for the PyTorch backend (plugins/torch): the smallest recipe, see the script.
 scripts/install-torch.sh
 
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+# Through ccache: the wheel test (tests/wheel) compiles what this build compiles, and takes it
+# from the cache. Paths relative to the repository, and the folder left out of the hash, so
+# that a build folder as deep as build/ hits too.
+launcher="env;CCACHE_BASEDIR=$PWD;CCACHE_NOHASHDIR=true;ccache"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER_LAUNCHER="$launcher" \
+  -DCMAKE_CXX_COMPILER_LAUNCHER="$launcher" >/dev/null
 cmake --build build -j"$(nproc)"

@@ -1,6 +1,6 @@
-"""Run by pip_install_test.sh with the python of the venv that `pip install` filled, from a
-folder of its own and with a clean environment: imports mixccl.torch, runs a 2-rank all_reduce
-with backend "mixccl" (rank 1 on the gloo adaptor plugin when the package carries it) and
+"""Run by tests/wheel/allreduce_from_package_test.sh with the python of the venv the wheel was
+installed into, from a folder of its own and with a clean environment: imports mixccl.torch,
+runs a 2-rank all_reduce with backend "mixccl" (rank 1 on the gloo adaptor plugin when the package carries it) and
 asserts the result and that mixccl's Python files, its extension, libmixccl and the plugin were
 all loaded from PACKAGE_DIR, the installed package folder; then that an adaptor the package
 lacks is looked for in the package's lib folder alone.

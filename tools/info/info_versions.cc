@@ -3,8 +3,8 @@
 // them: mixccl-info runs where they are missing, and says so.
 #include <dlfcn.h>
 #include <hwloc.h>
-#include <link.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "info_probes.h"
