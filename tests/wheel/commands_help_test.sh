@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # CTest wheel_commands_help: every console command of the wheel answers --help with exit 0 and
-# its usage line, run from the venv's bin folder in a clean environment (the programs are found
+# its usage line (and a wrong collective or option is refused with exit 2 and its message), run
+# from the venv's bin folder in a clean environment (the programs are found
 # inside the package by mixccl/_commands.py, libmixccl by their run path).
 # usage: commands_help_test.sh WORK_DIR (build_and_install.sh's)
 set -euo pipefail
@@ -37,5 +38,22 @@ if [ "$rc" -eq 0 ] && grep -q 'all_reduce_perf' <<<"$out"; then
 else
   echo "FAIL: mixccl-perf all_reduce --help exited $rc:"; echo "$out" | head -5; failed=1
 fi
+# Mistakes are refused with exit 2 and a message naming them.
+expect_refusal() {  # EXPECTED_FIRST_LINE COMMAND ARGS...
+  local expected=$1 out rc
+  shift
+  set +e
+  out=$(env -i PATH=/usr/bin:/bin HOME="$HOME" timeout 30 "$BIN/$1" "${@:2}" 2>&1)
+  rc=$?
+  set -e
+  if [ "$rc" -eq 2 ] && [ "$(head -1 <<<"$out")" = "$expected" ]; then
+    echo "$*: exit 2, $expected"
+  else
+    echo "FAIL: $* exited $rc, expected 2 and first line '$expected':"; echo "$out" | head -3
+    failed=1
+  fi
+}
+expect_refusal "mixccl-perf: unknown collective 'nosuch'" mixccl-perf nosuch
+expect_refusal "mixccl-info: unknown option '--bogus'" mixccl-info --bogus
 [ "$failed" -eq 0 ] && echo "wheel_commands_help: OK"
 exit "$failed"
