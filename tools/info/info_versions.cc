@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "info_probes.h"
 #include "mixccl.h"
@@ -108,22 +109,24 @@ LibraryVersion ncclVersion() {
   return v;
 }
 
+// What the pip-installed command passed: the installed torch and the one the extension was
+// built for ("none" for either when there is none; "" when not given).
 LibraryVersion torchVersion(const PythonSide& python) {
   LibraryVersion v{"torch", "", "", ""};
+  std::vector<std::string> notes;
   if (python.torchVersion.empty()) {
-    v.note = "not looked up: the pip-installed mixccl-info reports it";
+    notes.push_back("not looked up: the pip-installed mixccl-info reports it");
   } else if (python.torchVersion == "none") {
-    v.note = "not installed";
+    notes.push_back("not installed");
   } else {
     v.version = python.torchVersion;
   }
-  if (!python.torchBuiltFor.empty() && python.torchBuiltFor != "none") {
-    std::string built = "the backend extension was built for torch " + python.torchBuiltFor;
-    v.note = v.note.empty() ? built : v.note + "; " + built;
-  } else if (python.torchBuiltFor == "none") {
-    v.note += v.note.empty() ? "" : "; ";
-    v.note += "this package has no torch backend extension";
+  if (python.torchBuiltFor == "none") {
+    notes.push_back("this package has no torch backend extension");
+  } else if (!python.torchBuiltFor.empty()) {
+    notes.push_back("the backend extension was built for torch " + python.torchBuiltFor);
   }
+  for (const auto& n : notes) v.note += (v.note.empty() ? "" : "; ") + n;
   return v;
 }
 
