@@ -1,18 +1,27 @@
 #!/usr/bin/env python3
-"""torch.distributed benchmark: backends mixccl and gloo in the same run (docs/pytorch.md).
+"""torch.distributed benchmark: mixccl and gloo over the same transport, in the same run.
 
     PYTHONPATH=build/python python3 perf/torch_bench.py [--ranks 2 4] [--max-bytes 64M]
 
-For each rank count, backend, operation (all_reduce, all_gather_into_tensor,
-reduce_scatter_tensor, sendrecv) and size (1 KiB to 64 MiB by x4) it times --iters calls after
---warmup, takes the slowest rank's time, and prints nccl-tests' bus bandwidth: all_reduce
-2(n-1)/n, all_gather/reduce_scatter (n-1)/n of the whole buffer, sendrecv 1 (ranks pair up,
-2k <-> 2k+1). The last column is mixccl / gloo. --ops picks operations (default: all).
+Variants (--backends, default all three): mixccl-socket is mixccl over TCP sockets
+(MIXCCL_NET=socket), the transport gloo uses on one host; gloo is torch's gloo backend (TCP);
+mixccl-shm is mixccl with its defaults, i.e. shared memory between ranks of one host, which gloo
+has no counterpart of. The ratio column compares like with like: mixccl-socket / gloo. Every
+mixccl variant checks, from mixccl's INFO log of rank 0, that its pairs used the transport it
+names, and fails otherwise.
+
+For each rank count, variant, operation (all_reduce, all_gather_into_tensor,
+reduce_scatter_tensor, sendrecv, all_reduce_coalesced) and size (1 KiB to 64 MiB by x4) it times
+--iters calls after --warmup, takes the slowest rank's time, and prints nccl-tests' bus
+bandwidth: all_reduce 2(n-1)/n, all_gather/reduce_scatter (n-1)/n of the whole buffer, sendrecv
+1 (ranks pair up, 2k <-> 2k+1). all_reduce_coalesced (not in the default --ops) all-reduces
+--tensors tensors of size/--tensors bytes each inside torch's _coalescing_manager.
 """
 
 import argparse
 import os
 import queue as queue_module
+import re
 import statistics
 import sys
 import tempfile
@@ -23,6 +32,15 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 OPS = ["all_reduce", "all_gather_into_tensor", "reduce_scatter_tensor", "sendrecv"]
+EXTRA_OPS = ["all_reduce_coalesced"]
+
+# name -> (torch backend, environment, the transport mixccl must report; None: not mixccl)
+VARIANTS = {
+    "mixccl-socket": ("mixccl", {"MIXCCL_NET": "socket"}, "socket"),
+    "gloo": ("gloo", {}, None),
+    "mixccl-shm": ("mixccl", {"MIXCCL_NET": "auto"}, "shm"),
+}
+LIKE_WITH_LIKE = ("mixccl-socket", "gloo")
 
 
 def parse_bytes(text):
@@ -32,13 +50,19 @@ def parse_bytes(text):
 
 def bus_factor(op, n):
     return {"all_reduce": 2 * (n - 1) / n, "all_gather_into_tensor": (n - 1) / n,
-            "reduce_scatter_tensor": (n - 1) / n, "sendrecv": 1.0}[op]
+            "reduce_scatter_tensor": (n - 1) / n, "sendrecv": 1.0,
+            "all_reduce_coalesced": 2 * (n - 1) / n}[op]
 
 
-def one_call(op, rank, n, small, big):
-    """Runs op once on a buffer of big.numel() floats in all (small: one rank's share)."""
+def one_call(op, rank, n, small, big, pieces):
+    """Runs op once on a buffer of big.numel() floats in all (small: one rank's share; pieces:
+    views of big, the tensors of a coalesced call)."""
     if op == "all_reduce":
         dist.all_reduce(big)
+    elif op == "all_reduce_coalesced":
+        with dist._coalescing_manager():
+            for t in pieces:
+                dist.all_reduce(t)
     elif op == "all_gather_into_tensor":
         dist.all_gather_into_tensor(big, small)
     elif op == "reduce_scatter_tensor":
@@ -51,9 +75,51 @@ def one_call(op, rank, n, small, big):
                 w.wait()
 
 
-def rank_main(rank, n, backend, store_file, sizes, iters, warmup, ops, queue):
-    if backend == "mixccl":
-        import mixccl.torch  # noqa: F401
+def transports_in(log_text):
+    """The transport names of mixccl's INFO lines "rank R: transports: rank P (HOST pid N): NAME
+    (...) [why]; ..." (docs/environment.md, MIXCCL_NET)."""
+    names = set()
+    for line in log_text.splitlines():
+        if "transports: " in line:
+            names.update(re.findall(r"rank \d+ \([^)]*\): (\S+) ", line.split("transports: ", 1)[1]))
+    return sorted(names)
+
+
+def stderr_to(log):
+    """Points fd 2 (where mixccl logs) at log; returns the old fd 2 for restore_stderr."""
+    saved = os.dup(2)
+    os.dup2(log.fileno(), 2)
+    return saved
+
+
+def restore_stderr(saved):
+    os.dup2(saved, 2)
+    os.close(saved)
+
+
+def rank_main(rank, n, variant, store_file, sizes, iters, warmup, ops, tensors, queue):
+    backend, env, _ = VARIANTS[variant]
+    os.environ.update(env)
+    if backend != "mixccl":
+        time_ops(rank, n, backend, store_file, sizes, iters, warmup, ops, tensors, queue, None)
+        return
+    import mixccl.torch  # noqa: F401
+    # mixccl's INFO log (read once per process) names every pair's transport; it goes to a file
+    # the rank reads at the end, and to stderr only when the rank fails.
+    os.environ.update({"MIXCCL_DEBUG": "INFO", "MIXCCL_DEBUG_SUBSYS": "NET"})
+    with tempfile.TemporaryFile(mode="w+") as log:
+        saved = stderr_to(log)
+        try:
+            time_ops(rank, n, backend, store_file, sizes, iters, warmup, ops, tensors, queue, log)
+        except BaseException:
+            restore_stderr(saved)
+            log.seek(0)
+            sys.stderr.write(log.read())
+            raise
+        restore_stderr(saved)
+
+
+def time_ops(rank, n, backend, store_file, sizes, iters, warmup, ops, tensors, queue, log):
     # A file store: no port to race for with whatever else runs on the machine.
     dist.init_process_group(backend, init_method=f"file://{store_file}", rank=rank, world_size=n)
     rows = []
@@ -62,31 +128,37 @@ def rank_main(rank, n, backend, store_file, sizes, iters, warmup, ops, queue):
             count = max(nbytes // 4 // n * n, n)  # whole floats, divisible among ranks
             big = torch.ones(count)
             small = torch.ones(count if op == "sendrecv" else count // n)
+            pieces = big.chunk(min(tensors, count)) if op == "all_reduce_coalesced" else []
             for _ in range(warmup):
-                one_call(op, rank, n, small, big)
+                one_call(op, rank, n, small, big, pieces)
             times = []
             reps = max(3, min(iters, int(5e8 // max(nbytes, 1))))
             for _ in range(reps):
                 dist.barrier()
                 start = time.perf_counter()
-                one_call(op, rank, n, small, big)
+                one_call(op, rank, n, small, big, pieces)
                 elapsed = torch.tensor([time.perf_counter() - start], dtype=torch.float64)
                 dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)  # the slowest rank's time
                 times.append(elapsed.item())
             seconds = statistics.median(times)
             rows.append((op, count * 4, seconds, count * 4 / seconds * bus_factor(op, n) / 1e9))
+    transports = []
+    if log is not None:
+        log.seek(0)
+        transports = transports_in(log.read())
     if rank == 0:
-        queue.put(rows)
+        queue.put((rows, transports))
     dist.destroy_process_group()
 
 
-def run(n, backend, sizes, iters, warmup, ops):
+def run(n, variant, sizes, iters, warmup, ops, tensors):
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     with tempfile.TemporaryDirectory() as tmp:
         store_file = os.path.join(tmp, "store")
         procs = [ctx.Process(target=rank_main,
-                             args=(r, n, backend, store_file, sizes, iters, warmup, ops, queue))
+                             args=(r, n, variant, store_file, sizes, iters, warmup, ops,
+                                   tensors, queue))
                  for r in range(n)]
         for p in procs:
             p.start()
@@ -99,21 +171,28 @@ def run(n, backend, sizes, iters, warmup, ops):
                 if dead:
                     for p in procs:
                         p.kill()
-                    sys.exit(f"torch_bench: a {backend} rank exited with {dead[0].exitcode}")
+                    sys.exit(f"torch_bench: a {variant} rank exited with {dead[0].exitcode}")
         for p in procs:
             p.join()
-    return rows
+    rows, transports = rows
+    want = VARIANTS[variant][2]
+    if want is not None and transports != [want]:
+        sys.exit(f"torch_bench: {variant} ran over {', '.join(transports) or 'no transport'} "
+                 f"(mixccl's INFO log of rank 0), expected {want}")
+    return rows, transports
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ranks", type=int, nargs="+", default=[2, 4])
-    ap.add_argument("--backends", nargs="+", default=["mixccl", "gloo"])
+    ap.add_argument("--backends", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     ap.add_argument("--min-bytes", default="1K")
     ap.add_argument("--max-bytes", default="64M")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--ops", nargs="+", default=OPS, choices=OPS)
+    ap.add_argument("--ops", nargs="+", default=OPS, choices=OPS + EXTRA_OPS)
+    ap.add_argument("--tensors", type=int, default=64,
+                    help="tensors per all_reduce_coalesced call (default 64)")
     args = ap.parse_args()
     sizes, s = [], parse_bytes(args.min_bytes)
     while s <= parse_bytes(args.max_bytes):
@@ -123,16 +202,27 @@ def main():
                 if ln.startswith("model name")), "unknown CPU")
     print(f"# torch {torch.__version__}, {os.cpu_count()} CPUs ({cpu}); busbw in GB/s, "
           f"median of up to {args.iters} calls, slowest rank")
+    like = all(v in args.backends for v in LIKE_WITH_LIKE)
+    if like:
+        print("# ratio = mixccl-socket / gloo: both over TCP sockets on this host")
+    if "mixccl-shm" in args.backends:
+        print("# mixccl-shm: mixccl over shared memory (its default on one host); gloo has no "
+              "shared-memory transport, so no ratio compares them")
     for n in args.ranks:
-        results = {b: run(n, b, sizes, args.iters, args.warmup, args.ops) for b in args.backends}
-        head = "".join(f"{b + ' busbw':>14}" for b in args.backends)
-        ratio = "  ratio" if len(args.backends) == 2 else ""
+        results = {}
+        for v in args.backends:
+            results[v], transports = run(n, v, sizes, args.iters, args.warmup, args.ops,
+                                         args.tensors)
+            if transports:
+                print(f"# {n} ranks, {v}: rank 0's pairs over {', '.join(transports)}")
+        head = "".join(f"{v + ' busbw':>20}" for v in args.backends)
+        ratio = "  ratio" if like else ""
         print(f"\n# {n} ranks\n{'op':<24}{'bytes':>11}{head}{ratio}")
         for i, (op, nbytes, _, _) in enumerate(results[args.backends[0]]):
-            bws = [results[b][i][3] for b in args.backends]
-            line = f"{op:<24}{nbytes:>11}" + "".join(f"{bw:>14.3f}" for bw in bws)
-            if len(bws) == 2:
-                line += f"{bws[0] / bws[1]:>7.2f}"
+            bws = {v: results[v][i][3] for v in args.backends}
+            line = f"{op:<24}{nbytes:>11}" + "".join(f"{bws[v]:>20.3f}" for v in args.backends)
+            if like:
+                line += f"{bws['mixccl-socket'] / bws['gloo']:>7.2f}"
             print(line, flush=True)
 
 
