@@ -394,8 +394,17 @@ class TestMixcclOps(MixcclTestCase):
             dist.all_reduce(t, group=g)
             self.assertEqual(t.tolist(), [4.0, 4.0])
             self.assertEqual(dist.get_world_size(g), 2)
+        # Subgroups of one rank each: every rank keeps its own value, not the world's sum (6).
         sub, _ = dist.new_subgroups(group_size=1)
-        dist.all_reduce(t, group=sub)
+        self.assertEqual(dist.get_world_size(sub), 1)
+        u = torch.full((3,), float(self.rank + 1))
+        dist.all_reduce(u, group=sub)
+        self.assertEqual(u.tolist(), [float(self.rank + 1)] * 3)
+        # Subgroups {0, 2} and {1}: each sums its own members only.
+        sub, _ = dist.new_subgroups_by_enumeration([[0, 2], [1]])
+        u = torch.full((3,), float(self.rank + 1))
+        dist.all_reduce(u, group=sub)
+        self.assertEqual(u.tolist(), [4.0] * 3 if self.rank in (0, 2) else [2.0] * 3)
         dist.barrier()
         dist.destroy_process_group()
 
