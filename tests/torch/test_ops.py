@@ -230,6 +230,37 @@ class TestMixcclOps(MixcclTestCase):
         self.assertEqual(ts[1].tolist(), [3.0] * 3)
         dist.destroy_process_group()
 
+    def test_coalesced_packing(self):
+        # allreduce_coalesced packs the small tensors of each dtype into one mixccl call and runs
+        # large ones alone (plugins/torch/csrc/coalesced.cc). Every element of every tensor has
+        # its own value, so a tensor or an element landing in another's place fails.
+        self.init_pg()
+        total = sum(range(1, self.world_size + 1))
+
+        def base(k, shape, dtype):
+            numel = torch.Size(shape).numel()
+            return (torch.arange(numel) % 50 + 1 + 100 * k).reshape(shape).to(dtype)
+
+        specs = [((2, 3), torch.float32), ((4,), torch.int64), ((3, 4), torch.float32),
+                 ((1 << 19,), torch.float32), ((5,), torch.float16), ((7,), torch.int64),
+                 ((1,), torch.float32)]
+        ts = [base(k, shape, dtype) * (self.rank + 1) for k, (shape, dtype) in enumerate(specs)]
+        ts[2] = ts[2].t()  # non-contiguous
+        with dist._coalescing_manager():
+            for t in ts:
+                dist.all_reduce(t)
+        for k, (shape, dtype) in enumerate(specs):
+            want = base(k, shape, dtype) * total
+            got = ts[k].t() if k == 2 else ts[k]
+            self.assertTrue(torch.equal(got, want), f"tensor {k}: {dtype} {shape}")
+        # Bitwise reductions gather instead of reducing: not packed, still right.
+        bits = [torch.full((3,), 1 << self.rank, dtype=torch.int32),
+                torch.full((2,), 7, dtype=torch.int32)]
+        dist.all_reduce_coalesced(bits, op=R.BOR)
+        self.assertEqual(bits[0].tolist(), [(1 << self.world_size) - 1] * 3)
+        self.assertEqual(bits[1].tolist(), [7] * 2)
+        dist.destroy_process_group()
+
     def test_bad_input_raises_and_group_stays_usable(self):
         self.init_pg()
         cases = [

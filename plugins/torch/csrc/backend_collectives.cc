@@ -1,6 +1,7 @@
 // The collectives of MixcclBackend: argument checks on the caller's thread, then the mixccl
 // call (collectives.cc) on the worker.
 #include "backend.h"
+#include "coalesced.h"
 #include "collectives.h"
 
 #include <c10/util/Exception.h>
@@ -65,9 +66,8 @@ c10::intrusive_ptr<c10d::Work> MixcclBackend::allreduce_coalesced(
     hows.push_back(reductionFor(opts.reduceOp, t.scalar_type(), "allreduce_coalesced"));
   std::vector<at::Tensor> ts = tensors;
   return enqueue(c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", tensors,
-                 timeoutOr(opts.timeout), [ts, hows](Comm& comm) {
-                   for (size_t i = 0; i < ts.size(); ++i) runAllreduce(comm, ts[i], hows[i]);
-                 });
+                 timeoutOr(opts.timeout),
+                 [ts, hows](Comm& comm) { runAllreduceCoalesced(comm, ts, hows); });
 }
 
 c10::intrusive_ptr<c10d::Work> MixcclBackend::reduce(std::vector<at::Tensor>& tensors,
