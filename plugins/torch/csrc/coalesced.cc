@@ -11,11 +11,11 @@ namespace {
 // Below this size a tensor's own mixccl call costs more than copying it into and out of a
 // packed buffer: every call pays its argument checks, its call stamp and the hand-off to the
 // progress thread, and each step of its algorithm a round trip between the ranks. Measured with
-// perf/torch_bench.py --ops all_reduce_coalesced (docs/pytorch.md, "Coalesced calls"): packing
-// 64 tensors of 1-64 KiB was 1.4-11x faster than a call each, over sockets and shared memory;
-// 4 tensors of 1 MiB and 16 MiB ran 0.27-0.74x as fast packed, the copies costing more than
-// the calls they save.
-constexpr size_t kPackBelowBytes = size_t(256) << 10;
+// perf/torch_bench.py --ops all_reduce_coalesced over sockets, 2 ranks (docs/pytorch.md,
+// "Coalesced calls"): 64 tensors of 1-64 KiB ran 2.7-14.5x faster packed, 16 of 128 KiB 0.56x
+// and 4 of 16 MiB 0.39x (the two copies cost more than the calls they save; 4 of 1 MiB 1.12x,
+// within the noise).
+constexpr size_t kPackBelowBytes = size_t(128) << 10;
 
 bool packable(const at::Tensor& t, const Reduction& how) {
   // Bitwise reductions gather every rank's input instead of reducing: no call to save.
