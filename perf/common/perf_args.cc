@@ -214,8 +214,10 @@ ParseResult parseArgs(int argc, const char* const* argv, PerfArgs* a, std::strin
         }
         break;
       case 'M':
-        if (value != "auto" && value != "host") return badValue("memory (auto or host)");
-        a->forceHostMemory = value == "host";
+        if (value == "auto") a->memory = PerfArgs::Memory::kAuto;
+        else if (value == "device") a->memory = PerfArgs::Memory::kDevice;
+        else if (value == "host") a->memory = PerfArgs::Memory::kHost;
+        else return badValue("memory (auto, device or host)");
         break;
       case 'X':
         if (!parseInt(value, -1, INT_MAX, &v)) return badValue("rank");
@@ -277,9 +279,10 @@ std::string usage(const char* prog) {
       "  -T,--timeout <seconds>      abort an operation that takes longer (default 0: none)\n"
       "  -J,--output_file <file>     also write the results as JSON (written by rank 0)\n"
       "  -t,--nthreads 1, -g,--ngpus 1   accepted for compatibility (one rank per process)\n"
-      "  -M,--memory <auto|host>     buffers: auto = the memory of each rank's adaptor (device\n"
-      "                              memory on nccl, as nccl-tests), host = host memory and the\n"
-      "                              host adaptor where MIXCCL_ADAPTOR is unset (default auto)\n"
+      "  -M,--memory <auto|device|host>  buffers: auto = the memory of each rank's adaptor (device\n"
+      "                              memory on nccl, as nccl-tests), device = device memory (a rank\n"
+      "                              on a host-memory adaptor is refused), host = host memory and\n"
+      "                              the host adaptor where MIXCCL_ADAPTOR is unset (default auto)\n"
       "  -X,--inject_error <rank>    checker self-test: corrupt one result element on that rank\n"
       "  -h,--help                   this help\n"
       "Ranks come from mixcclrun, mpirun, srun or torchrun (docs/launching.md).\n";

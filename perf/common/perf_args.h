@@ -31,9 +31,12 @@ struct PerfArgs {
   // Self-test of the checker (-X RANK / --inject_error RANK): after each checked operation, rank
   // RANK flips one element of its result before comparing, so #wrong must become non-zero.
   int injectErrorRank = -1;
-  // -M / --memory host: host buffers (and so the host adaptor, unless MIXCCL_ADAPTOR names a
-  // host-memory one) even where the rank would pick a device adaptor. auto: the adaptor's kind.
-  bool forceHostMemory = false;
+  // -M / --memory: auto, the memory of the rank's adaptor (device memory on device adaptors, as
+  // nccl-tests); device, refused on a rank whose adaptor takes host memory; host, host buffers
+  // (and so the host adaptor, unless MIXCCL_ADAPTOR names a host-memory one) even where the rank
+  // would pick a device adaptor.
+  enum class Memory { kAuto, kDevice, kHost };
+  Memory memory = Memory::kAuto;
 };
 
 // "8", "1K", "16M", "2G", "1T" (binary multiples, case-insensitive, an optional trailing "B").

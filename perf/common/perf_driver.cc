@@ -18,6 +18,7 @@
 #include "mixccl_adaptor.h"
 #include "mixccl_launch.h"
 #include "perf_args.h"
+#include "perf_copy_roof.h"
 #include "perf_memory.h"
 #include "perf_memory_budget.h"
 #include "perf_output.h"
@@ -201,6 +202,21 @@ struct Runner {
     int64_t out;
     std::memcpy(&out, hostScratch + 8, sizeof(out));
     return out;
+  }
+
+  // Each bandwidth of the roof becomes the largest over ranks.
+  void maxAcrossRanks(CopyRoof* roof) {
+    double v[3] = {roof->h2dGBs, roof->d2hGBs, roof->d2dGBs};
+    std::memcpy(hostScratch, v, sizeof(v));
+    scratchCollective(sizeof(v), 64, sizeof(v), "copy roof maximum",
+                      [](const void* in, void* out, Runner& R) {
+                        return mixcclAllReduce(in, out, 3, mixcclFloat64, mixcclMax, R.comm,
+                                               R.mem.stream());
+                      });
+    std::memcpy(v, hostScratch + 64, sizeof(v));
+    roof->h2dGBs = v[0];
+    roof->d2hGBs = v[1];
+    roof->d2dGBs = v[2];
   }
 
   void pointers(const Counts& c, size_t es, bool inPlace, char** send, char** recv) {
@@ -428,10 +444,12 @@ int perfMain(int argc, char** argv, const CollDesc& coll) {
   mixcclConfig_t config = MIXCCL_CONFIG_INITIALIZER;
   if (a.timeoutSec > 0) config.timeout = a.timeoutSec;
   // -M host: host memory needs a host-memory adaptor; without MIXCCL_ADAPTOR that is "host"
-  // (detection could pick nccl). A named device adaptor is refused below.
+  // (detection could pick nccl). A named device adaptor is refused below, as is -M device on a
+  // rank whose adaptor (named or detected) takes host memory.
+  const bool forceHost = a.memory == PerfArgs::Memory::kHost;
   const char* namedAdaptor = std::getenv("MIXCCL_ADAPTOR");
   const bool adaptorNamed = namedAdaptor != nullptr && *namedAdaptor != '\0';
-  if (a.forceHostMemory && !adaptorNamed) config.adaptor = "host";
+  if (forceHost && !adaptorNamed) config.adaptor = "host";
   mixcclLaunchInfo info;
   mixcclResult_t res = mixcclLaunchInitComm(&R.comm, &info, &config);
   if (res != mixcclSuccess) {
@@ -442,10 +460,17 @@ int perfMain(int argc, char** argv, const CollDesc& coll) {
   R.check(mixcclCommCount(R.comm, &R.nranks), "mixcclCommCount");
   const mixcclAdaptor_v2_t* adaptor = nullptr;
   R.check(mixcclCommGetAdaptor(R.comm, &adaptor), "mixcclCommGetAdaptor");
-  if (a.forceHostMemory && adaptor->memoryKind == MIXCCL_ADAPTOR_DEVICE_MEMORY) {
+  if (forceHost && adaptor->memoryKind == MIXCCL_ADAPTOR_DEVICE_MEMORY) {
     R.failMemory(std::string("-M host, but MIXCCL_ADAPTOR=") + adaptor->name +
                  " takes device memory only; unset MIXCCL_ADAPTOR (the rank then uses the host "
                  "adaptor) or name a host-memory adaptor");
+  }
+  if (a.memory == PerfArgs::Memory::kDevice &&
+      adaptor->memoryKind != MIXCCL_ADAPTOR_DEVICE_MEMORY) {
+    R.failMemory(std::string("-M device, but this rank's adaptor, ") + adaptor->name +
+                 (adaptorNamed ? " (MIXCCL_ADAPTOR)" : " (detected)") +
+                 ", takes host memory; set MIXCCL_ADAPTOR to a device adaptor (nccl) or use -M "
+                 "auto");
   }
   R.checkMemory(R.mem.init(adaptor));
   R.startWatchdog();
@@ -543,9 +568,20 @@ int perfMain(int argc, char** argv, const CollDesc& coll) {
     ++cycle;
   } while (a.cycles == 0 || cycle < a.cycles);
 
+  // The device copy roof, measured now by every device rank at once (no collective runs any
+  // more) at the sweep's largest size (at most 1 GiB); host-memory ranks contribute nothing.
+  const size_t roofBytes = std::min<size_t>(std::max<size_t>(a.maxBytes, 1), size_t(1) << 30);
+  const int roofReps = 5;
+  CopyRoof roof;
+  if (R.mem.device()) R.checkMemory(measureCopyRoof(R.mem, roofBytes, roofReps, &roof));
+  const int64_t deviceRanks = R.sumAcrossRanks(R.mem.device() ? 1 : 0);
+  if (deviceRanks > 0) R.maxAcrossRanks(&roof);
+
   const double avgBw = R.bwCount ? R.bwSum / R.bwCount : 0.0;
   if (R.rank == 0) {
     std::printf("%s", footer(R.outOfBounds, avgBw).c_str());
+    if (deviceRanks > 0)
+      std::printf("%s", copyRoofLine(roof, roofBytes, roofReps, static_cast<int>(deviceRanks)).c_str());
     std::printf("# Collective test concluded: %s\n", R.program.c_str());
     std::fflush(stdout);
     if (!a.jsonPath.empty()) {

@@ -25,6 +25,7 @@ class PerfMemory {
   std::string init(const mixcclAdaptor_v2_t* adaptor);
 
   bool device() const { return device_; }
+  const mixcclAdaptor_v2_t* adaptor() const { return adaptor_; }
   // "[<adaptor>, device memory]" or "[<adaptor>, host memory]" for the table's device lines.
   std::string describe() const;
   mixcclStream_t stream() const { return stream_; }

@@ -127,13 +127,15 @@ TEST(PerfArgs, Errors) {
 TEST(PerfArgs, MemoryMode) {
   PerfArgs a;
   std::string err;
-  EXPECT_FALSE(a.forceHostMemory);  // auto: the memory of the rank's adaptor
+  EXPECT_EQ(a.memory, PerfArgs::Memory::kAuto);  // the memory of the rank's adaptor
   ASSERT_EQ(parse({"-M", "host"}, &a, &err), ParseResult::kOk);
-  EXPECT_TRUE(a.forceHostMemory);
+  EXPECT_EQ(a.memory, PerfArgs::Memory::kHost);
+  ASSERT_EQ(parse({"-M", "device"}, &a, &err), ParseResult::kOk);
+  EXPECT_EQ(a.memory, PerfArgs::Memory::kDevice);
   ASSERT_EQ(parse({"--memory=auto"}, &a, &err), ParseResult::kOk);
-  EXPECT_FALSE(a.forceHostMemory);
-  EXPECT_EQ(parse({"-M", "device"}, &a, &err), ParseResult::kError);
-  EXPECT_EQ(err, "invalid memory (auto or host) 'device' for option '-M'");
+  EXPECT_EQ(a.memory, PerfArgs::Memory::kAuto);
+  EXPECT_EQ(parse({"-M", "gpu"}, &a, &err), ParseResult::kError);
+  EXPECT_EQ(err, "invalid memory (auto, device or host) 'gpu' for option '-M'");
 }
 
 // A sweep too large for the host is refused with what it needs, before anything is allocated.
