@@ -1,13 +1,20 @@
 /* nccl_all_reduce_perf: perf/all_reduce_perf's measurement written against the NCCL API only
- * (the real nccl.h) and linked to mixccl's NCCL shim, so the cost of the shim shows against
- * mixccl's own tool on the same table (docs/nccl-compat.md, "Performance"). Float Sum on host
- * buffers, out of place then in place; the same table and footer perf/compare and perf/ab read.
+ * (the real nccl.h), so the same program runs on mixccl's NCCL shim and on NVIDIA's NCCL and the
+ * tables compare the library and nothing else (docs/nccl-compat.md, "Performance"). Float Sum,
+ * out of place then in place; the same table and footer perf/compare and perf/ab read.
+ *   -M host (default): host buffers and a NULL stream (mixccl's host path; no GPU).
+ *   -M device: device buffers from the CUDA runtime (cuda_runtime_dl.h: MIXCCL_CUDA_RUNTIME_LIBRARY
+ *     or libcudart) and a non-blocking stream, as nccl-tests: data filled and checked on the host
+ *     and copied; every call, the barrier and the time reduction included, on device memory; the
+ *     clock stops once the stream has finished.
  *
  * usage: mixcclrun -np N nccl_all_reduce_perf [-b MINBYTES] [-e MAXBYTES] [-f FACTOR]
- *        [-n ITERS] [-w WARMUP] [-c 0|1]
+ *        [-n ITERS] [-w WARMUP] [-c 0|1] [-M host|device]
  * Ranks come from mixcclrun (MIXCCL_RANK, MIXCCL_NRANKS) or Open MPI's mpirun
  * (OMPI_COMM_WORLD_RANK/SIZE); every rank must then share MIXCCL_COMM_ID (and
- * MIXCCL_COMM_SECRET) so that each rank's ncclGetUniqueId returns the same id. */
+ * MIXCCL_COMM_SECRET) so that each rank's ncclGetUniqueId returns the same id. On NVIDIA's NCCL
+ * run one rank (-np 1, or MIXCCL_RANK=0 MIXCCL_NRANKS=1 MIXCCL_COMM_ID=127.0.0.1:0 set by hand):
+ * its unique id does not travel through the environment. */
 #include <nccl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,9 +23,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cuda_runtime_dl.h"
+
 typedef struct {
   size_t minBytes, maxBytes;
   int factor, iters, warmup, check;
+  int device; /* -M device */
 } Options;
 
 static double now(void) {
@@ -42,9 +52,9 @@ static int parseBytes(const char* s, size_t* out) {
 
 static int parseOptions(int argc, char** argv, Options* o) {
   o->minBytes = o->maxBytes = 32 << 20;
-  o->factor = 2, o->iters = 20, o->warmup = 1, o->check = 1;
+  o->factor = 2, o->iters = 20, o->warmup = 1, o->check = 1, o->device = 0;
   int c;
-  while ((c = getopt(argc, argv, "b:e:f:n:w:c:h")) != -1) {
+  while ((c = getopt(argc, argv, "b:e:f:n:w:c:M:h")) != -1) {
     switch (c) {
       case 'b': if (parseBytes(optarg, &o->minBytes)) return -1; break;
       case 'e': if (parseBytes(optarg, &o->maxBytes)) return -1; break;
@@ -52,6 +62,11 @@ static int parseOptions(int argc, char** argv, Options* o) {
       case 'n': o->iters = atoi(optarg); break;
       case 'w': o->warmup = atoi(optarg); break;
       case 'c': o->check = atoi(optarg); break;
+      case 'M':
+        if (strcmp(optarg, "device") == 0) o->device = 1;
+        else if (strcmp(optarg, "host") == 0) o->device = 0;
+        else return -1;
+        break;
       default: return -1;
     }
   }
@@ -75,6 +90,60 @@ static int envInt(const char* a, const char* b) {
     }                                                                                      \
   } while (0)
 
+/* Where the buffers live: host memory with a NULL stream, or device memory with a stream. */
+typedef struct {
+  int device;
+  CudaRuntimeDl rt;
+  cudaStream_t stream; /* NULL on host memory */
+} Memory;
+
+#define CUDACHECK(m, call)                                                                 \
+  do {                                                                                     \
+    cudaError_t e_ = (call);                                                               \
+    if (e_ != cudaSuccess) {                                                               \
+      fprintf(stderr, "%s failed: CUDA error %d: %s\n", #call, (int)e_,                     \
+              (m)->rt.getErrorString(e_));                                                 \
+      exit(1);                                                                             \
+    }                                                                                      \
+  } while (0)
+
+static void* memAlloc(Memory* m, size_t bytes) {
+  void* p = NULL;
+  if (bytes == 0) bytes = 1;
+  if (m->device) CUDACHECK(m, m->rt.malloc_(&p, bytes));
+  else p = calloc(1, bytes);
+  if (!p) {
+    fprintf(stderr, "cannot allocate %zu bytes\n", bytes);
+    exit(1);
+  }
+  return p;
+}
+static void memFree(Memory* m, void* p) {
+  if (m->device) CUDACHECK(m, m->rt.free_(p));
+  else free(p);
+}
+/* Waits for the work on the stream (nothing to wait for on host memory). */
+static void memSync(Memory* m) {
+  if (m->device) CUDACHECK(m, m->rt.streamSynchronize(m->stream));
+}
+/* Host bytes into a buffer of the memory, and back; both complete when they return. */
+static void memUpload(Memory* m, void* dst, const void* host, size_t bytes) {
+  if (!m->device) {
+    if (dst != host) memcpy(dst, host, bytes);
+    return;
+  }
+  CUDACHECK(m, m->rt.memcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, m->stream));
+  memSync(m);
+}
+static void memDownload(Memory* m, void* host, const void* src, size_t bytes) {
+  if (!m->device) {
+    if (host != src) memcpy(host, src, bytes);
+    return;
+  }
+  CUDACHECK(m, m->rt.memcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, m->stream));
+  memSync(m);
+}
+
 /* Rank r's input: small integers, so every sum is exact in float. */
 static void fill(float* buf, size_t count, int rank) {
   for (size_t i = 0; i < count; ++i) buf[i] = (float)((rank + i) % 7);
@@ -89,28 +158,56 @@ static long long wrongElements(const float* buf, size_t count, int nranks) {
   return wrong;
 }
 
+/* One rank's buffers: send and recv in the measured memory, their host copies (the same
+ * buffers on host memory) and 32 bytes of scratch for the barrier and the reductions of the
+ * time and the error count (in the measured memory too: NCCL takes device memory only). */
+typedef struct {
+  float *send, *recv, *hostSend, *hostRecv;
+  char *scratch, *hostScratch;
+} Buffers;
+
+/* An AllReduce of one value of type at hostScratch (8 bytes), through the scratch buffer. */
+static void scratchAllReduce(ncclComm_t comm, Memory* m, Buffers* b, ncclDataType_t type,
+                             ncclRedOp_t op) {
+  memUpload(m, b->scratch, b->hostScratch, 8);
+  NCCLCHECK(ncclAllReduce(b->scratch, b->scratch + 16, 1, type, op, comm, m->stream));
+  memDownload(m, b->hostScratch + 16, b->scratch + 16, 8);
+}
+
 /* One placement at one size: the time (us) of an iteration, the slowest rank's, and the wrong
  * elements of a checked run summed over ranks. Timed as perf/all_reduce_perf times it (a
- * barrier before the clock starts, the maximum over ranks), so the two tables compare the API
- * and nothing else; the warm-up runs over every size before the sweep (main). */
-static void measure(ncclComm_t comm, int rank, int nranks, const Options* o, float* send,
-                    float* recv, size_t count, int inPlace, double* timeUs, long long* wrong) {
-  float* out = inPlace ? send : recv;
-  fill(send, count, rank);
-  float token = 0, sink;
-  NCCLCHECK(ncclAllReduce(&token, &sink, 1, ncclFloat, ncclSum, comm, NULL)); /* barrier */
+ * barrier before the clock starts, the stream finished before it stops, the maximum over
+ * ranks), so the two tables compare the API and nothing else; the warm-up runs over every size
+ * before the sweep (main). */
+static void measure(ncclComm_t comm, Memory* m, Buffers* b, int rank, int nranks,
+                    const Options* o, size_t count, int inPlace, double* timeUs, long long* wrong) {
+  float* out = inPlace ? b->send : b->recv;
+  float* hostOut = inPlace ? b->hostSend : b->hostRecv;
+  const size_t bytes = count * sizeof(float);
+  fill(b->hostSend, count, rank);
+  memUpload(m, b->send, b->hostSend, bytes);
+  float token = 0;
+  memcpy(b->hostScratch, &token, sizeof token);
+  scratchAllReduce(comm, m, b, ncclFloat, ncclSum); /* barrier */
   double t0 = now();
   for (int i = 0; i < o->iters; ++i)
-    NCCLCHECK(ncclAllReduce(send, out, count, ncclFloat, ncclSum, comm, NULL));
+    NCCLCHECK(ncclAllReduce(b->send, out, count, ncclFloat, ncclSum, comm, m->stream));
+  memSync(m);
   double mine = (now() - t0) / o->iters * 1e6;
-  NCCLCHECK(ncclAllReduce(&mine, timeUs, 1, ncclDouble, ncclMax, comm, NULL));
+  memcpy(b->hostScratch, &mine, sizeof mine);
+  scratchAllReduce(comm, m, b, ncclDouble, ncclMax);
+  memcpy(timeUs, b->hostScratch + 16, sizeof *timeUs);
   long long bad = 0;
   if (o->check) {
-    fill(send, count, rank);
-    NCCLCHECK(ncclAllReduce(send, out, count, ncclFloat, ncclSum, comm, NULL));
-    bad = wrongElements(out, count, nranks);
+    fill(b->hostSend, count, rank);
+    memUpload(m, b->send, b->hostSend, bytes);
+    NCCLCHECK(ncclAllReduce(b->send, out, count, ncclFloat, ncclSum, comm, m->stream));
+    memDownload(m, hostOut, out, bytes);
+    bad = wrongElements(hostOut, count, nranks);
   }
-  NCCLCHECK(ncclAllReduce(&bad, wrong, 1, ncclInt64, ncclSum, comm, NULL));
+  memcpy(b->hostScratch, &bad, sizeof bad);
+  scratchAllReduce(comm, m, b, ncclInt64, ncclSum);
+  memcpy(wrong, b->hostScratch + 16, sizeof *wrong);
 }
 
 /* The widest fixed-point rendering of value that fits width (perf's table cells). */
@@ -136,7 +233,7 @@ int main(int argc, char** argv) {
   Options o;
   if (parseOptions(argc, argv, &o)) {
     fprintf(stderr, "usage: %s [-b MINBYTES] [-e MAXBYTES] [-f FACTOR] [-n ITERS] [-w WARMUP] "
-                    "[-c 0|1] (under mixcclrun or mpirun)\n", argv[0]);
+                    "[-c 0|1] [-M host|device] (under mixcclrun or mpirun)\n", argv[0]);
     return 2;
   }
   int rank = envInt("MIXCCL_RANK", "OMPI_COMM_WORLD_RANK");
@@ -146,17 +243,39 @@ int main(int argc, char** argv) {
             argv[0]);
     return 2;
   }
+  Memory mem = {0};
+  mem.device = o.device;
+  if (mem.device) {
+    char why[600];
+    if (cudaRuntimeOpen(&mem.rt, why, sizeof why) != 0) {
+      fprintf(stderr, "%s: rank %d: -M device: %s\n", argv[0], rank, why);
+      return 1;
+    }
+  }
   ncclUniqueId id;
   ncclComm_t comm;
   NCCLCHECK(ncclGetUniqueId(&id));
   NCCLCHECK(ncclCommInitRank(&comm, nranks, id, rank));
   int version = 0;
   NCCLCHECK(ncclGetVersion(&version));
-  size_t maxCount = o.maxBytes / sizeof(float);
-  float* send = malloc((maxCount ? maxCount : 1) * sizeof(float));
-  float* recv = malloc((maxCount ? maxCount : 1) * sizeof(float));
+  /* The stream after the communicator: NCCL sets up the device in ncclCommInitRank. */
+  if (mem.device) CUDACHECK(&mem, mem.rt.streamCreateWithFlags(&mem.stream, cudaStreamNonBlocking));
+  const size_t maxBytes = (o.maxBytes / sizeof(float)) * sizeof(float);
+  Buffers b;
+  b.send = memAlloc(&mem, maxBytes);
+  b.recv = memAlloc(&mem, maxBytes);
+  b.scratch = memAlloc(&mem, 32);
+  b.hostSend = mem.device ? malloc(maxBytes ? maxBytes : 1) : b.send;
+  b.hostRecv = mem.device ? malloc(maxBytes ? maxBytes : 1) : b.recv;
+  b.hostScratch = mem.device ? malloc(32) : b.scratch;
+  if (!b.hostSend || !b.hostRecv || !b.hostScratch) {
+    fprintf(stderr, "%s: cannot allocate %zu bytes of host memory\n", argv[0], maxBytes);
+    return 1;
+  }
   if (rank == 0) {
-    printf("# nccl-api all_reduce_perf on libnccl.so.2 reporting NCCL %d\n", version);
+    printf("# nccl-api all_reduce_perf on libnccl.so.2 reporting NCCL %d, %s\n", version,
+           mem.device ? "device memory" : "host memory");
+    if (mem.device) printf("# CUDA runtime: %s\n", mem.rt.path);
     printf("# nRanks %d minBytes %zu maxBytes %zu step: %d(factor) warmup iters: %d iters: %d "
            "validation: %d\n#\n", nranks, o.minBytes, o.maxBytes, o.factor, o.warmup, o.iters, o.check);
     printf("# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place\n",
@@ -170,10 +289,10 @@ int main(int argc, char** argv) {
   /* Warm-up over every size first, out of place (perf/all_reduce_perf does the same): the
    * buffers' pages and whatever the library allocates per size exist before any clock runs. */
   for (size_t bytes = o.minBytes; bytes <= o.maxBytes; bytes *= o.factor) {
-    for (int i = 0; i < o.warmup; ++i) {
-      fill(send, bytes / sizeof(float), rank);
-      NCCLCHECK(ncclAllReduce(send, recv, bytes / sizeof(float), ncclFloat, ncclSum, comm, NULL));
-    }
+    for (int i = 0; i < o.warmup; ++i)
+      NCCLCHECK(ncclAllReduce(b.send, b.recv, bytes / sizeof(float), ncclFloat, ncclSum, comm,
+                              mem.stream));
+    memSync(&mem);
     if (bytes == 0) break;
   }
   long long totalWrong = 0;
@@ -183,8 +302,8 @@ int main(int argc, char** argv) {
     size_t count = bytes / sizeof(float);
     double tOut, tIn, busOut, busIn;
     long long wOut, wIn;
-    measure(comm, rank, nranks, &o, send, recv, count, 0, &tOut, &wOut);
-    measure(comm, rank, nranks, &o, send, recv, count, 1, &tIn, &wIn);
+    measure(comm, &mem, &b, rank, nranks, &o, count, 0, &tOut, &wOut);
+    measure(comm, &mem, &b, rank, nranks, &o, count, 1, &tIn, &wIn);
     char outHalf[160], inHalf[160];
     rowHalf(outHalf, sizeof outHalf, tOut, count * sizeof(float), nranks, o.check, wOut, &busOut);
     rowHalf(inHalf, sizeof inHalf, tIn, count * sizeof(float), nranks, o.check, wIn, &busIn);
@@ -200,8 +319,15 @@ int main(int argc, char** argv) {
     printf("# %-20s : %d %s\n", "Out of bounds values", totalWrong ? 1 : 0, totalWrong ? "FAILED" : "OK");
     printf("# %-20s : %g \n#\n", "Avg bus bandwidth", rows ? busSum / rows : 0.0);
   }
-  free(send);
-  free(recv);
   NCCLCHECK(ncclCommDestroy(comm));
+  if (mem.device) {
+    free(b.hostSend);
+    free(b.hostRecv);
+    free(b.hostScratch);
+    CUDACHECK(&mem, mem.rt.streamDestroy(mem.stream));
+  }
+  memFree(&mem, b.send);
+  memFree(&mem, b.recv);
+  memFree(&mem, b.scratch);
   return totalWrong != 0;
 }
