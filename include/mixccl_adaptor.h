@@ -255,6 +255,13 @@ typedef struct mixcclAdaptor_v1 {
  * runtime entries; the table stays valid for the life of the process. */
 mixcclResult_t mixcclCommGetAdaptor(const mixcclComm_t comm, const mixcclAdaptor_v2_t** adaptor);
 
+/* The adaptor a communicator made now in this process takes when its config names none:
+ * MIXCCL_ADAPTOR, else detection (loaded and initialised at the first call, the same table the
+ * communicators get). For memory a program allocates before it has a communicator (the NCCL
+ * shim's ncclMemAlloc). A failed load is mixcclInvalidArgument or mixcclSystemError with the
+ * loader's message (mixcclGetLastError(NULL)). */
+mixcclResult_t mixcclGetProcessAdaptor(const mixcclAdaptor_v2_t** adaptor);
+
 #ifdef __cplusplus
 }
 #endif

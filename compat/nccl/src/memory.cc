@@ -1,11 +1,14 @@
-// ncclMemAlloc / ncclMemFree. With a CUDA device, device memory from the CUDA runtime (opened
-// at the first call, so the shim needs no CUDA to load); without one, page-aligned host
-// memory, which is what mixccl's host path moves (docs/nccl-compat.md).
-#include <dlfcn.h>
+// ncclMemAlloc / ncclMemFree through the adaptor this process's communicators take
+// (mixcclGetProcessAdaptor: MIXCCL_ADAPTOR, else detection): device memory from its memAlloc on a
+// device adaptor (cudaMalloc on nccl), so the buffers are what that adaptor's collectives take,
+// also when the program allocates before ncclCommInitRank; page-aligned host memory on a
+// host-memory adaptor, which is what mixccl's host path moves (docs/nccl-compat.md).
 #include <stdlib.h>
 
+#include <map>
 #include <mutex>
-#include <set>
+
+#include <mixccl_adaptor.h>
 
 #include "shim.h"
 
@@ -15,36 +18,15 @@ namespace {
 
 constexpr size_t kHostAlignment = 4096;
 
-struct CudaRuntime {
-  int (*getDeviceCount)(int*) = nullptr;
-  int (*mallocDevice)(void**, size_t) = nullptr;
-  int (*freeDevice)(void*) = nullptr;
-  bool hasDevice = false;
-
-  CudaRuntime() {
-    for (const char* name : {"libcudart.so.13", "libcudart.so.12", "libcudart.so"}) {
-      void* h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-      if (h == nullptr) continue;
-      getDeviceCount = reinterpret_cast<int (*)(int*)>(dlsym(h, "cudaGetDeviceCount"));
-      mallocDevice = reinterpret_cast<int (*)(void**, size_t)>(dlsym(h, "cudaMalloc"));
-      freeDevice = reinterpret_cast<int (*)(void*)>(dlsym(h, "cudaFree"));
-      int n = 0;
-      hasDevice = getDeviceCount && mallocDevice && freeDevice && getDeviceCount(&n) == 0 && n > 0;
-      return;  // the runtime stays loaded for the process, like CUDA itself
-    }
-  }
+// Every live block and how it was allocated (nullptr: host memory), so that ncclMemFree frees
+// each pointer the way it was allocated and refuses any other.
+struct Blocks {
+  std::mutex mutex;
+  std::map<void*, const mixcclAdaptor_v2_t*> live;
 };
-
-const CudaRuntime& cuda() {
-  static const CudaRuntime* rt = new CudaRuntime;
-  return *rt;
-}
-
-// Host allocations, so that ncclMemFree frees each pointer the way it was allocated.
-std::mutex gHostMutex;
-std::set<void*>& hostBlocks() {
-  static std::set<void*>* s = new std::set<void*>;
-  return *s;
+Blocks& blocks() {
+  static Blocks* b = new Blocks;  // outlives static destructors of programs that exit
+  return *b;
 }
 
 }  // namespace
@@ -53,18 +35,22 @@ NCCL_SHIM_API ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
   const char* fn = "ncclMemAlloc";
   if (ptr == nullptr) return refuse(ncclInvalidArgument, "%s: ptr is NULL", fn);
   if (size == 0) return refuse(ncclInvalidArgument, "%s: size is 0", fn);
-  if (cuda().hasDevice) {
-    int e = cuda().mallocDevice(ptr, size);
-    if (e != 0)
-      return refuse(ncclUnhandledCudaError, "%s: cudaMalloc of %zu bytes failed (CUDA error %d)",
-                    fn, size, e);
-    return ncclSuccess;
-  }
+  const mixcclAdaptor_v2_t* adaptor = nullptr;
+  if (mixcclGetProcessAdaptor(&adaptor) != mixcclSuccess)
+    return refuse(ncclInvalidUsage, "%s: no adaptor to allocate with: %s", fn,
+                  mixcclGetLastError(nullptr));
   void* p = nullptr;
-  if (posix_memalign(&p, kHostAlignment, size) != 0)
-    return refuse(ncclSystemError, "%s: cannot allocate %zu bytes of host memory", fn, size);
-  std::lock_guard<std::mutex> lock(gHostMutex);
-  hostBlocks().insert(p);
+  if (adaptor->memoryKind == MIXCCL_ADAPTOR_DEVICE_MEMORY) {
+    if (adaptor->memAlloc(&p, size) != mixcclSuccess)
+      return refuse(ncclUnhandledCudaError, "%s: %zu bytes from the %s adaptor failed: %s", fn,
+                    size, adaptor->name, adaptor->lastError());
+  } else {
+    adaptor = nullptr;
+    if (posix_memalign(&p, kHostAlignment, size) != 0)
+      return refuse(ncclSystemError, "%s: cannot allocate %zu bytes of host memory", fn, size);
+  }
+  std::lock_guard<std::mutex> lock(blocks().mutex);
+  blocks().live.emplace(p, adaptor);
   *ptr = p;
   return ncclSuccess;
 }
@@ -73,18 +59,21 @@ NCCL_SHIM_PROFILING_ALIAS(ncclMemAlloc)
 NCCL_SHIM_API ncclResult_t ncclMemFree(void* ptr) {
   const char* fn = "ncclMemFree";
   if (ptr == nullptr) return refuse(ncclInvalidArgument, "%s: ptr is NULL", fn);
+  const mixcclAdaptor_v2_t* adaptor = nullptr;
   {
-    std::lock_guard<std::mutex> lock(gHostMutex);
-    if (hostBlocks().erase(ptr) == 1) {
-      free(ptr);
-      return ncclSuccess;
-    }
+    std::lock_guard<std::mutex> lock(blocks().mutex);
+    auto it = blocks().live.find(ptr);
+    if (it == blocks().live.end())
+      return refuse(ncclInvalidArgument, "%s: %p was not allocated by ncclMemAlloc", fn, ptr);
+    adaptor = it->second;
+    blocks().live.erase(it);
   }
-  if (!cuda().hasDevice)
-    return refuse(ncclInvalidArgument, "%s: %p was not allocated by ncclMemAlloc", fn, ptr);
-  int e = cuda().freeDevice(ptr);
-  if (e != 0)
-    return refuse(ncclUnhandledCudaError, "%s: cudaFree(%p) failed (CUDA error %d)", fn, ptr, e);
+  if (adaptor == nullptr) {
+    free(ptr);
+  } else if (adaptor->memFree(ptr) != mixcclSuccess) {
+    return refuse(ncclUnhandledCudaError, "%s: freeing %p with the %s adaptor failed: %s", fn,
+                  ptr, adaptor->name, adaptor->lastError());
+  }
   return ncclSuccess;
 }
 NCCL_SHIM_PROFILING_ALIAS(ncclMemFree)
