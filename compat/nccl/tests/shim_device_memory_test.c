@@ -4,7 +4,7 @@
  * ncclBroadcast and ncclBcast exactly as a CUDA program passes cudaMalloc'd buffers and a
  * cudaStream_t; host ranks pass host buffers and NULL. mixccl stages the device memory in stream
  * order. A pre-multiplied sum on device memory (both scalar residences) is staged and scaled on
- * the host.
+ * the host. ncclMemAlloc'd buffers are the rank's adaptor's memory (simdev's on simdev ranks).
  *   mixcclrun -np N --adaptors simdev,host,... nccl_shim_device_memory_test
  * MIXCCL_SIMDEV_PLUGIN names the plugin file (the one mixccl loads, so one runtime). */
 #include <dlfcn.h>
@@ -131,6 +131,20 @@ int main(void) {
     SHIM_OK(ncclRedOpDestroy(op, comm));
     bufFree(scalarBuf);
   }
+  /* ncclMemAlloc allocates through the rank's adaptor: simdev device memory (faults if the
+   * host touches it; moved only with simdev's copies) on simdev ranks, host memory elsewhere. */
+  void* nsend = NULL;
+  void* nrecv = NULL;
+  SHIM_OK(ncclMemAlloc(&nsend, sizeof host));
+  SHIM_OK(ncclMemAlloc(&nrecv, sizeof host));
+  for (int i = 0; i < COUNT; ++i) host[i] = (float)(rank + 2 * i);
+  bufWrite(nsend, host, sizeof host);
+  SHIM_OK(ncclAllReduce(nsend, nrecv, COUNT, ncclFloat, ncclMax, comm, stream));
+  bufRead(host, nrecv, sizeof host);
+  SHIM_CHECK(host[0] == (float)(nranks - 1) && host[COUNT - 1] == (float)(nranks - 1 + 2 * (COUNT - 1)));
+  SHIM_OK(ncclMemFree(nsend));
+  SHIM_OK(ncclMemFree(nrecv));
+
   bufFree(send);
   bufFree(recv);
   SHIM_OK(ncclCommDestroy(comm));
