@@ -155,23 +155,59 @@ step_adaptor() {
   echo "KEY: NcclAdaptor.* on the GPU and NcclAdaptorLibraries.* passed"
 }
 
+# The NCCL-API benchmark (compat/nccl/perf/nccl_all_reduce_perf.c, -M device: cudaMalloc'd
+# buffers, a non-blocking stream) linked once to NVIDIA's libnccl.so.2 (the wheel's) and once to
+# mixccl's, one rank, 8 B - 1 GiB; then mixccl's own all_reduce_perf -M device (with its device
+# copy roof); the two NCCL-API tables joined by size (time and algbw side by side, and their
+# ratio). Both programs open the same CUDA runtime by name (MIXCCL_CUDA_RUNTIME_LIBRARY).
 step_passthrough() {
   carry_env
   local src=$ROOT/compat/nccl/perf/nccl_all_reduce_perf.c wheel real=$BUILD/nccl_all_reduce_perf_real
-  # Real NCCL needs device buffers: until the program has them (-M device, issue 26) the
-  # comparison would time host memory on one side only.
-  grep -q "case 'M'" "$src" ||
-    { echo "SKIP: nccl_all_reduce_perf has host buffers only (no -M device yet)"; exit 77; }
-  wheel=$(nccl_wheel_dir)
-  gcc -O2 -o "$real" "$src" -I"$BUILD/nccl-include" -L"$wheel/lib" -l:libnccl.so.2 \
-    -L/usr/local/cuda/lib64 -lcudart -lm -Wl,-rpath,"$wheel/lib" || { echo "FAIL: link to real NCCL"; exit 1; }
-  local args=(-b 8 -e 1G -f 4 -n 5 -w 1 -M device)
-  echo "== real libnccl.so.2 ($wheel/lib)"
-  MIXCCL_RANK=0 MIXCCL_NRANKS=1 MIXCCL_COMM_ID=127.0.0.1:0 "$real" "${args[@]}" | tee "$BUILD/pt_real.txt" || exit 1
+  wheel=$(nccl_wheel_dir) || { echo "FAIL: python3 has no nvidia.nccl (nvidia-nccl-cu13 wheel)"; exit 1; }
+  gcc -O2 -o "$real" "$src" -I"$BUILD/nccl-include" -I"$ROOT/compat/nccl/perf" -L"$wheel/lib" \
+    -l:libnccl.so.2 -lm -ldl -Wl,-rpath,"$wheel/lib" || { echo "FAIL: link to real NCCL"; exit 1; }
+  export MIXCCL_CUDA_RUNTIME_LIBRARY=/usr/local/cuda/lib64/libcudart.so.13
+  [ -f "$MIXCCL_CUDA_RUNTIME_LIBRARY" ] || { echo "FAIL: no $MIXCCL_CUDA_RUNTIME_LIBRARY"; exit 1; }
+  export MIXCCL_NCCL_LIBRARY=$wheel/lib/libnccl.so.2 MIXCCL_ADAPTOR=nccl MIXCCL_PLUGIN_PATH=$BUILD/src
+  local args=(-b 8 -e 1G -f 2 -n 5 -w 1 -M device)
+  echo "== NVIDIA's libnccl.so.2 ($wheel/lib)"
+  MIXCCL_RANK=0 MIXCCL_NRANKS=1 MIXCCL_COMM_ID=127.0.0.1:0 "$real" "${args[@]}" |
+    tee "$BUILD/pt_real.txt" || { echo "FAIL: nccl_all_reduce_perf on NVIDIA's NCCL"; exit 1; }
   echo "== mixccl's libnccl.so.2"
   "$BUILD/tools/mixcclrun" -np 1 "$BUILD/compat/nccl/nccl_all_reduce_perf" "${args[@]}" |
-    tee "$BUILD/pt_mixccl.txt" || exit 1
-  echo "KEY: see passthrough.log (8 B - 1 GiB, real then mixccl)"
+    tee "$BUILD/pt_mixccl.txt" || { echo "FAIL: nccl_all_reduce_perf on mixccl's libnccl.so.2"; exit 1; }
+  echo "== mixccl's all_reduce_perf -M device"
+  "$BUILD/tools/mixcclrun" -np 1 "$BUILD/perf/all_reduce_perf" "${args[@]}" |
+    tee "$BUILD/pt_perf.txt" || { echo "FAIL: all_reduce_perf -M device"; exit 1; }
+  for f in pt_real pt_mixccl pt_perf; do
+    grep -q "Out of bounds values : 0 OK" "$BUILD/$f.txt" || { echo "FAIL: $f: results wrong"; exit 1; }
+  done
+  python3 - "$BUILD/pt_real.txt" "$BUILD/pt_mixccl.txt" "$BUILD/pt_perf.txt" <<'PY'
+import re, sys
+def rows(path):  # size -> (out-of-place time us, algbw GB/s: busbw is 0 on one rank)
+    out = {}
+    for line in open(path):
+        f = re.sub(r"^\[\d+\] ", "", line).split()
+        if len(f) >= 9 and f[0].isdigit():
+            out[int(f[0])] = (float(f[5]), float(f[6]))
+    return out
+real, mix, perf = (rows(p) for p in sys.argv[1:4])
+print("side by side (out of place; time us, algbw GB/s; ratio = mixccl's libnccl / NVIDIA's time)")
+print("%12s %12s %12s %7s %9s %9s %12s" % ("size", "nvidia us", "mixccl us", "ratio",
+      "nvidia bw", "mixccl bw", "perf -M dev"))
+for size in sorted(real):
+    if size in mix:
+        r, m = real[size], mix[size]
+        p = perf.get(size, (0, 0))
+        print("%12d %12.2f %12.2f %7.2f %9.2f %9.2f %12.2f" % (size, r[0], m[0],
+              m[0] / r[0] if r[0] else 0, r[1], m[1], p[1]))
+small, big = min(real), max(real)
+roof = re.search(r"H2D ([0-9.]+) GB/s, D2H ([0-9.]+) GB/s, D2D ([0-9.]+) GB/s", open(sys.argv[3]).read())
+print("KEY: 1 rank, %d B: %.1f/%.1f us (NVIDIA/mixccl libnccl); %d B: algbw %.1f/%.1f GB/s, "
+      "all_reduce_perf -M device %.1f GB/s; copy roof H2D/D2H/D2D %s GB/s" % (
+      small, real[small][0], mix.get(small, (0, 0))[0], big, real[big][1], mix.get(big, (0, 0))[1],
+      perf.get(big, (0, 0))[1], "/".join(roof.groups()) if roof else "?"))
+PY
 }
 
 step_copyroof() {
