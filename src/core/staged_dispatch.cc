@@ -140,8 +140,13 @@ Result runStaged(Comm* comm, const CollCall& call, const PreMulSumOp* preMul) {
   }
   size_t sendBytes = 0, recvBytes = 0;
   callBytes(call, comm->rank, comm->nranks, &sendBytes, &recvBytes);
-  if (sendBytes) MIXCCL_CHECK(checkNative(t, "hostAlloc", t.hostAlloc(&job->hostSend, sendBytes)));
-  if (recvBytes) MIXCCL_CHECK(checkNative(t, "hostAlloc", t.hostAlloc(&job->hostRecv, recvBytes)));
+  StagedExecutor& staging = *comm->staged;
+  if (sendBytes)
+    MIXCCL_CHECK(checkNative(t, "hostAlloc",
+                             staging.takeStaging(t, sendBytes, &job->hostSend, &job->hostSendBytes)));
+  if (recvBytes)
+    MIXCCL_CHECK(checkNative(t, "hostAlloc",
+                             staging.takeStaging(t, recvBytes, &job->hostRecv, &job->hostRecvBytes)));
   MIXCCL_CHECK(checkNative(t, "eventCreate", t.eventCreate(&job->event)));
   CollCall host = call;
   host.sendbuf = job->hostSend;
@@ -154,7 +159,8 @@ Result runStaged(Comm* comm, const CollCall& call, const PreMulSumOp* preMul) {
     scaling = *preMul;
     if (preMul->residence == mixcclScalarDevice) {
       const size_t bytes = dataTypeSize(call.type);
-      MIXCCL_CHECK(checkNative(t, "hostAlloc", t.hostAlloc(&job->hostScalar, bytes)));
+      MIXCCL_CHECK(checkNative(t, "hostAlloc", staging.takeStaging(t, bytes, &job->hostScalar,
+                                                                   &job->hostScalarBytes)));
       MIXCCL_CHECK(checkNative(t, "memcpy of the scalar",
                                t.memcpyAsync(job->hostScalar, preMul->location, bytes,
                                              mixcclCopyDeviceToHost, call.stream)));

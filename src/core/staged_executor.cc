@@ -20,6 +20,42 @@ StagedExecutor::~StagedExecutor() {
   cv_.notify_all();
   thread_.join();
   reclaim(/*waitForStreams=*/true);
+  freeSpares();
+}
+
+Result StagedExecutor::takeStaging(const AdaptorTable& t, size_t bytes, void** out, size_t* got) {
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    // The smallest spare that holds bytes, unless it is more than twice as large (a large
+    // buffer kept for a small call would leave the next large call without one).
+    auto it = spares_.lower_bound(bytes);
+    if (it != spares_.end() && it->first <= 2 * bytes) {
+      *got = it->first;
+      *out = it->second;
+      spares_.erase(it);
+      return mixcclSuccess;
+    }
+  }
+  Result r = t.hostAlloc(out, bytes);
+  if (r == mixcclSuccess) *got = bytes;
+  return r;
+}
+
+// The number of spares kept: enough for the buffers of the calls a stream has in flight at once;
+// beyond it the smallest is freed (a device-wide synchronisation, so as rarely as possible).
+constexpr size_t kMaxSpares = 32;
+
+void StagedExecutor::keepSpare(void* p, size_t bytes) {
+  spares_.emplace(bytes, p);
+  while (spares_.size() > kMaxSpares) {
+    sparesTable_->hostFree(spares_.begin()->second);
+    spares_.erase(spares_.begin());
+  }
+}
+
+void StagedExecutor::freeSpares() {
+  for (auto& s : spares_) sparesTable_->hostFree(s.second);
+  spares_.clear();
 }
 
 void StagedExecutor::markReady(void* arg) {
@@ -107,7 +143,7 @@ void StagedExecutor::run() {
   }
 }
 
-// Frees the staging of jobs whose copy back has run on their stream (oldest first).
+// Takes back the staging of jobs whose copy back has run on their stream (oldest first).
 void StagedExecutor::reclaim(bool waitForStreams) {
   for (;;) {
     std::shared_ptr<StagedJob> job;
@@ -129,11 +165,12 @@ void StagedExecutor::reclaim(bool waitForStreams) {
       inFlight_.pop_front();
       continue;
     }
-    if (job->hostSend) job->table->hostFree(job->hostSend);
-    if (job->hostRecv) job->table->hostFree(job->hostRecv);
-    if (job->hostScalar) job->table->hostFree(job->hostScalar);
     if (job->event) job->table->eventDestroy(job->event);
     std::lock_guard<std::mutex> lock(m_);
+    sparesTable_ = job->table;  // one adaptor per communicator
+    if (job->hostSend) keepSpare(job->hostSend, job->hostSendBytes);
+    if (job->hostRecv) keepSpare(job->hostRecv, job->hostRecvBytes);
+    if (job->hostScalar) keepSpare(job->hostScalar, job->hostScalarBytes);
     inFlight_.pop_front();
   }
 }

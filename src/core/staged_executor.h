@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -23,9 +24,10 @@ namespace mixccl {
 struct StagedJob {
   std::function<Result()> run;  // the host-memory collective, on the executor thread
   const AdaptorTable* table = nullptr;
-  void* hostSend = nullptr;      // pinned staging buffers, freed once event has completed
-  void* hostRecv = nullptr;
+  void* hostSend = nullptr;      // pinned staging buffers (StagedExecutor::takeStaging), back
+  void* hostRecv = nullptr;      // to the executor's spares once event has completed
   void* hostScalar = nullptr;    // a pre-multiplied sum's device-resident scalar, copied per call
+  size_t hostSendBytes = 0, hostRecvBytes = 0, hostScalarBytes = 0;
   void* event = nullptr;         // recorded after the copy back to the device
   int holdSeconds = 300;         // bound of the stream's wait for the result
 
@@ -52,6 +54,12 @@ class StagedExecutor {
   // Stops at once: queued jobs end as failed so the streams waiting on them go on.
   void abort();
 
+  // Pinned host memory of at least bytes for a job's staging: a spare of an earlier job whose
+  // stream is past it, else the adaptor's hostAlloc. Staging is never freed on the call path:
+  // CUDA's cudaFreeHost synchronises the whole device, so a call that freed would wait for every
+  // stream, its caller's included, which may be held by work queued after the call.
+  Result takeStaging(const AdaptorTable& t, size_t bytes, void** out, size_t* got);
+
   // Host functions enqueued on the stream (arg: StagedJob*).
   static void markReady(void* job);
   static void holdUntilDone(void* job);
@@ -59,6 +67,8 @@ class StagedExecutor {
  private:
   void run();
   void reclaim(bool waitForStreams);
+  void keepSpare(void* p, size_t bytes);  // caller holds m_
+  void freeSpares();
 
   std::function<void(Result, const std::string&)> onError_;
   std::mutex m_;
@@ -66,6 +76,9 @@ class StagedExecutor {
   std::deque<std::shared_ptr<StagedJob>> queue_;     // not yet run
   std::deque<std::shared_ptr<StagedJob>> inFlight_;  // staging not yet freed
   std::shared_ptr<StagedJob> current_;               // taken from queue_, not yet done
+  // Staging of finished jobs for reuse, by size; freed with the executor (after the streams).
+  std::multimap<size_t, void*> spares_;
+  const AdaptorTable* sparesTable_ = nullptr;
   bool stop_ = false;
   bool aborted_ = false;
   std::thread thread_;
