@@ -18,6 +18,8 @@ typedef struct {
   char path[512]; /* the name it was opened by */
   __typeof__(cudaMalloc)* malloc_;
   __typeof__(cudaFree)* free_;
+  __typeof__(cudaMallocHost)* mallocHost;
+  __typeof__(cudaFreeHost)* freeHost;
   __typeof__(cudaMemcpyAsync)* memcpyAsync;
   __typeof__(cudaStreamCreateWithFlags)* streamCreateWithFlags;
   __typeof__(cudaStreamDestroy)* streamDestroy;
@@ -52,6 +54,8 @@ static int cudaRuntimeOpen(CudaRuntimeDl* rt, char* why, size_t whyLen) {
   }
   CUDA_RUNTIME_DL_BIND(malloc_, cudaMalloc)
   CUDA_RUNTIME_DL_BIND(free_, cudaFree)
+  CUDA_RUNTIME_DL_BIND(mallocHost, cudaMallocHost)
+  CUDA_RUNTIME_DL_BIND(freeHost, cudaFreeHost)
   CUDA_RUNTIME_DL_BIND(memcpyAsync, cudaMemcpyAsync)
   CUDA_RUNTIME_DL_BIND(streamCreateWithFlags, cudaStreamCreateWithFlags)
   CUDA_RUNTIME_DL_BIND(streamDestroy, cudaStreamDestroy)
