@@ -203,7 +203,17 @@ static void issueGroup(Call* c, ncclComm_t comm) {
   SHIM_OK(ncclGroupEnd());
 }
 
-int main(void) {
+/* ncclMemAlloc where the process's adaptor cannot load: the shim's refusal with the loader's
+ * reason (one rank; prints the code and ncclGetLastError's message). */
+static int memAllocError(void) {
+  void* p = NULL;
+  ncclResult_t res = ncclMemAlloc(&p, 4096);
+  printf("ncclMemAlloc: %d: %s\n", (int)res, ncclGetLastError(NULL));
+  return res == ncclInvalidUsage && p == NULL ? 0 : 1;
+}
+
+int main(int argc, char** argv) {
+  if (argc == 2 && strcmp(argv[1], "memalloc-error") == 0) return memAllocError();
   const char* r = getenv("MIXCCL_RANK");
   const char* n = getenv("MIXCCL_NRANKS");
   const char* adaptor = getenv("MIXCCL_ADAPTOR");
@@ -222,12 +232,24 @@ int main(void) {
       return 2;
     }
   }
+  /* Allocated before the communicator exists: still the adaptor's (device) memory. */
+  float* early = bufAlloc(COUNT * sizeof(float));
   ncclUniqueId id;
   ncclComm_t comm = NULL;
   SHIM_OK(ncclGetUniqueId(&id));
   SHIM_OK(ncclCommInitRank(&comm, gNranks, id, gRank));
   if (gShimFailures) return 1;
   if (gDevice) CUDA_OK(gRt.streamCreateWithFlags(&gStream, cudaStreamNonBlocking));
+  {
+    Call e = {"AllReduce in place on memory allocated before init", COUNT, COUNT, early, early, NULL};
+    float* h = malloc(COUNT * sizeof(float));
+    for (size_t i = 0; i < COUNT; ++i) h[i] = input(gRank, i, 0);
+    bufUploadAsync(early, h, COUNT * sizeof(float));
+    SHIM_OK(ncclAllReduce(early, early, COUNT, ncclFloat, ncclSum, comm, gStream));
+    expectOut(&e, sumAll, 0);
+    SHIM_OK(ncclMemFree(early));
+    free(h);
+  }
 
   /* Round 1: every collective behind one gate, buffers registered. */
   Call c[8];
