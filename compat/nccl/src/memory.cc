@@ -36,9 +36,8 @@ NCCL_SHIM_API ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
   if (ptr == nullptr) return refuse(ncclInvalidArgument, "%s: ptr is NULL", fn);
   if (size == 0) return refuse(ncclInvalidArgument, "%s: size is 0", fn);
   const mixcclAdaptor_v2_t* adaptor = nullptr;
-  if (mixcclGetProcessAdaptor(&adaptor) != mixcclSuccess)
-    return refuse(ncclInvalidUsage, "%s: no adaptor to allocate with: %s", fn,
-                  mixcclGetLastError(nullptr));
+  // The loader's failure (logged once by mixccl, its message for ncclGetLastError).
+  if (mixcclResult_t r = mixcclGetProcessAdaptor(&adaptor); r != mixcclSuccess) return forward(r);
   void* p = nullptr;
   if (adaptor->memoryKind == MIXCCL_ADAPTOR_DEVICE_MEMORY) {
     if (adaptor->memAlloc(&p, size) != mixcclSuccess)
