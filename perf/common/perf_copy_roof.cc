@@ -8,16 +8,12 @@ namespace mixperf {
 
 namespace {
 
-// Frees what the measurement allocated on every path out of it.
-struct RoofBuffers {
+// The pinned host buffer, freed on every path out of the measurement.
+struct PinnedBuffer {
   const mixcclAdaptor_v2_t* adaptor;
   void* host = nullptr;
-  void* devA = nullptr;
-  void* devB = nullptr;
-  ~RoofBuffers() {
+  ~PinnedBuffer() {
     if (host) adaptor->hostFree(host);
-    if (devA) adaptor->memFree(devA);
-    if (devB) adaptor->memFree(devB);
   }
 };
 
@@ -28,21 +24,20 @@ std::string adaptorFailure(const mixcclAdaptor_v2_t* a, const char* what) {
 
 }  // namespace
 
-std::string measureCopyRoof(const PerfMemory& mem, size_t bytes, int reps, CopyRoof* out) {
+std::string measureCopyRoof(const PerfMemory& mem, void* devA, void* devB, size_t bytes, int reps,
+                            CopyRoof* out) {
   const mixcclAdaptor_v2_t* a = mem.adaptor();
   if (!mem.device()) return "device copy roof: the rank is on host memory";
-  RoofBuffers b{a};
+  PinnedBuffer b{a};
   if (a->hostAlloc(&b.host, bytes) != mixcclSuccess) return adaptorFailure(a, "hostAlloc");
-  if (a->memAlloc(&b.devA, bytes) != mixcclSuccess) return adaptorFailure(a, "memAlloc");
-  if (a->memAlloc(&b.devB, bytes) != mixcclSuccess) return adaptorFailure(a, "memAlloc");
   struct Direction {
     void* dst;
     const void* src;
     mixcclAdaptorCopyKind_t kind;
     double* gbs;
-  } dirs[] = {{b.devA, b.host, mixcclCopyHostToDevice, &out->h2dGBs},
-              {b.host, b.devA, mixcclCopyDeviceToHost, &out->d2hGBs},
-              {b.devB, b.devA, mixcclCopyDeviceToDevice, &out->d2dGBs}};
+  } dirs[] = {{devA, b.host, mixcclCopyHostToDevice, &out->h2dGBs},
+              {b.host, devA, mixcclCopyDeviceToHost, &out->d2hGBs},
+              {devB, devA, mixcclCopyDeviceToDevice, &out->d2dGBs}};
   for (const Direction& d : dirs) {
     double best = 0;
     // One untimed copy first: the first touch of a buffer pays for mapping it.

@@ -17,10 +17,12 @@ struct CopyRoof {
 };
 
 // Times reps copies of bytes in each direction with the adaptor's memcpyAsync on mem's stream
-// (each one ended by streamSynchronize), between buffers of its own: pinned host memory from
-// hostAlloc, device memory from memAlloc. mem must be on device memory. Returns "" or what
-// failed.
-std::string measureCopyRoof(const PerfMemory& mem, size_t bytes, int reps, CopyRoof* out);
+// (each one ended by streamSynchronize): between pinned host memory (hostAlloc, allocated here)
+// and devA, and from devA to devB, two device buffers of at least bytes the caller lends (the
+// collectives' own, so the roof needs no device memory beyond the sweep's). mem must be on
+// device memory. Returns "" or what failed.
+std::string measureCopyRoof(const PerfMemory& mem, void* devA, void* devB, size_t bytes, int reps,
+                            CopyRoof* out);
 
 // The table's line for it: "# Device copy roof (...): H2D x GB/s, D2H y GB/s, D2D z GB/s".
 std::string copyRoofLine(const CopyRoof& roof, size_t bytes, int reps, int deviceRanks);

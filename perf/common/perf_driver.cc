@@ -569,11 +569,14 @@ int perfMain(int argc, char** argv, const CollDesc& coll) {
   } while (a.cycles == 0 || cycle < a.cycles);
 
   // The device copy roof, measured now by every device rank at once (no collective runs any
-  // more) at the sweep's largest size (at most 1 GiB); host-memory ranks contribute nothing.
-  const size_t roofBytes = std::min<size_t>(std::max<size_t>(a.maxBytes, 1), size_t(1) << 30);
+  // more) at the sweep's largest size (at most 1 GiB) between the sweep's own device buffers;
+  // host-memory ranks contribute nothing.
+  const size_t roofBytes =
+      std::min({std::max<size_t>(a.maxBytes, 1), size_t(1) << 30, R.bufBytes});
   const int roofReps = 5;
   CopyRoof roof;
-  if (R.mem.device()) R.checkMemory(measureCopyRoof(R.mem, roofBytes, roofReps, &roof));
+  if (R.mem.device())
+    R.checkMemory(measureCopyRoof(R.mem, R.sendBuf, R.recvBuf, roofBytes, roofReps, &roof));
   const int64_t deviceRanks = R.sumAcrossRanks(R.mem.device() ? 1 : 0);
   if (deviceRanks > 0) R.maxAcrossRanks(&roof);
 
