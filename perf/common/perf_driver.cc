@@ -571,8 +571,8 @@ int perfMain(int argc, char** argv, const CollDesc& coll) {
   // The device copy roof, measured now by every device rank at once (no collective runs any
   // more) at the sweep's largest size (at most 1 GiB) between the sweep's own device buffers;
   // host-memory ranks contribute nothing.
-  const size_t roofBytes =
-      std::min({std::max<size_t>(a.maxBytes, 1), size_t(1) << 30, R.bufBytes});
+  const size_t largestSize = sizes.empty() ? 1 : *std::max_element(sizes.begin(), sizes.end());
+  const size_t roofBytes = std::min({std::max<size_t>(largestSize, 1), size_t(1) << 30, R.bufBytes});
   const int roofReps = 5;
   CopyRoof roof;
   if (R.mem.device())
