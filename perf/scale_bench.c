@@ -1,0 +1,169 @@
+#define _GNU_SOURCE /* closefrom */
+/* perf/scale_bench: what a communicator of n ranks costs on one host (docs/scale.md). Forks n
+ * ranks, each times mixcclCommInitRank, counts its descriptors, resident and shared memory and
+ * connected peers, times 8-byte AllReduces (median) and 1 MiB AllReduces (bus bandwidth); the
+ * parent prints one line of medians (and the slowest init) over the ranks.
+ *   scale_bench <nranks> [iterations [rank-nofile]]   (MIXCCL_NET, MIXCCL_CONNECT as usual)
+ * rank-nofile: each rank's RLIMIT_NOFILE (ulimit -n), set after the fork. */
+#include <poll.h>
+#include <signal.h>
+#include <stddef.h>
+#include <sys/resource.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "mixccl.h"
+#include "scale_bench_stats.h"
+
+#define CHECK(call)                                                                     \
+  do {                                                                                  \
+    mixcclResult_t r_ = (call);                                                         \
+    if (r_ != mixcclSuccess) {                                                          \
+      fprintf(stderr, "rank %d: %s failed: %s\n", rank, #call, mixcclGetLastError(NULL)); \
+      _exit(1);                                                                         \
+    }                                                                                   \
+  } while (0)
+
+static void runRank(int rank, int n, int iters, mixcclUniqueId id, int out) {
+  struct ScaleStats s;
+  memset(&s, 0, sizeof(s));
+  s.rank = rank;
+  mixcclComm_t comm;
+  double t0 = scaleNow();
+  CHECK(mixcclCommInitRank(&comm, n, id, rank));
+  s.initS = scaleNow() - t0;
+  scaleCountFds(&s.fdsInit, &s.socketsInit);
+
+  float small[2] = {1, 2}, smallOut[2];
+  double* lat = (double*)malloc(sizeof(double) * iters);
+  for (int i = 0; i < 5; ++i) CHECK(mixcclAllReduce(small, smallOut, 2, mixcclFloat, mixcclSum, comm, NULL));
+  for (int i = 0; i < iters; ++i) {
+    double a = scaleNow();
+    CHECK(mixcclAllReduce(small, smallOut, 2, mixcclFloat, mixcclSum, comm, NULL));
+    lat[i] = scaleNow() - a;
+  }
+  s.latencyUs = scaleMedian(lat, iters) * 1e6;
+  if (smallOut[0] != (float)n) {
+    fprintf(stderr, "rank %d: AllReduce gave %g, expected %d\n", rank, smallOut[0], n);
+    _exit(1);
+  }
+  const size_t count = (1 << 20) / sizeof(float);
+  float* big = (float*)calloc(count, sizeof(float));
+  CHECK(mixcclAllReduce(big, big, count, mixcclFloat, mixcclSum, comm, NULL));
+  const int bigIters = 5;
+  double* bw = (double*)malloc(sizeof(double) * bigIters);
+  for (int i = 0; i < bigIters; ++i) {
+    double a = scaleNow();
+    CHECK(mixcclAllReduce(big, big, count, mixcclFloat, mixcclSum, comm, NULL));
+    bw[i] = scaleNow() - a;
+  }
+  s.busGBs = 2.0 * (n - 1) / n * (double)(count * sizeof(float)) / scaleMedian(bw, bigIters) / 1e9;
+
+  scaleCountFds(&s.fds, &s.sockets);
+  s.rssKiB = scaleRssKiB();
+  s.shmKiB = scaleShmMappedKiB();
+  char v[32] = "";
+  s.peers = mixcclCommInspect(comm, "connected_peers", v, sizeof(v)) == mixcclSuccess ? atoi(v) : -1;
+  /* Every rank has measured before any leaves. */
+  CHECK(mixcclAllReduce(small, smallOut, 2, mixcclFloat, mixcclSum, comm, NULL));
+  if (write(out, &s, sizeof(s)) != (ssize_t)sizeof(s)) _exit(1);
+  CHECK(mixcclCommDestroy(comm));
+  _exit(0);
+}
+
+static double medianOf(struct ScaleStats* all, int n, size_t offset, int isInt, int isLong) {
+  double* v = (double*)malloc(sizeof(double) * n);
+  for (int i = 0; i < n; ++i) {
+    const char* p = (const char*)&all[i] + offset;
+    v[i] = isInt ? *(const int*)p : isLong ? (double)*(const long*)p : *(const double*)p;
+  }
+  double m = scaleMedian(v, n);
+  free(v);
+  return m;
+}
+
+int main(int argc, char** argv) {
+  int rank = -1;
+  if (argc < 2) {
+    fprintf(stderr, "usage: scale_bench <nranks> [iterations [rank-nofile]]\n");
+    return 2;
+  }
+  const int n = atoi(argv[1]);
+  const int iters = argc > 2 ? atoi(argv[2]) : 50;
+  const int rankNofile = argc > 3 ? atoi(argv[3]) : 0;
+  mixcclUniqueId id;
+  CHECK(mixcclGetUniqueId(&id));
+  int fds[2];
+  if (pipe(fds) != 0) return 1;
+  pid_t* pids = (pid_t*)calloc(n, sizeof(pid_t));
+  for (int r = 0; r < n; ++r) {
+    pids[r] = fork();
+    if (pids[r] == 0) {
+      /* Only the report pipe stays (as fd 3): the parent's other descriptors (the rendezvous
+       * root's connections with the ranks forked before) are not this rank's to count. */
+      if (dup2(fds[1], 3) != 3) _exit(3);
+      closefrom(4);
+      fds[1] = 3;
+      if (rankNofile > 0) {
+        /* The ranks' own limit; the launching process (the rendezvous root here) keeps its. */
+        struct rlimit lim = {(rlim_t)rankNofile, (rlim_t)rankNofile};
+        if (setrlimit(RLIMIT_NOFILE, &lim) != 0) _exit(3);
+      }
+      runRank(r, n, iters, id, fds[1]);
+    }
+  }
+  close(fds[1]);
+  struct ScaleStats* all = (struct ScaleStats*)calloc(n, sizeof(struct ScaleStats));
+  int got = 0, failed = 0, reaped = 0;
+  /* Reports come through the pipe; a rank that fails ends the run at once (the others would
+   * only wait for it until their timeout). */
+  while (got < n && !failed) {
+    struct pollfd p = {fds[0], POLLIN, 0};
+    if (poll(&p, 1, 100) > 0) {
+      if (read(fds[0], &all[got], sizeof(struct ScaleStats)) != (ssize_t)sizeof(struct ScaleStats)) failed = 1;
+      else ++got;
+    }
+    int status = 0;
+    pid_t done;
+    while ((done = waitpid(-1, &status, WNOHANG)) > 0) {
+      ++reaped;
+      for (int r = 0; r < n; ++r)
+        if (pids[r] == done) pids[r] = 0;
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) failed = 1;
+    }
+  }
+  for (int r = 0; r < n; ++r) {
+    int status = 0;
+    if (!pids[r]) continue;
+    if (failed) kill(pids[r], SIGKILL);
+    waitpid(pids[r], &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) failed = 1;
+  }
+  if (failed) {
+    fprintf(stderr, "scale_bench: %d of %d ranks reported; a rank failed\n", got, n);
+    return 1;
+  }
+  double initMax = 0, shmTotal = 0;
+  int fdsMax = 0;
+  for (int r = 0; r < n; ++r) {
+    if (all[r].initS > initMax) initMax = all[r].initS;
+    if (all[r].fds > fdsMax) fdsMax = all[r].fds;
+    shmTotal += all[r].shmKiB;
+  }
+  /* Each segment is mapped by its two ranks (rings) or by all (slots): the host's shared memory
+   * is at most the sum over ranks; print the sum / 2 for rings as the host's. */
+  printf("ranks %d init_median_s %.3f init_max_s %.3f fds_init %.0f fds %.0f fds_max %d sockets %.0f "
+         "peers %.0f rss_mib %.1f shm_mapped_host_mib %.1f lat8_us %.1f busbw_1mib_gbs %.3f\n",
+         n, medianOf(all, n, offsetof(struct ScaleStats, initS), 0, 0), initMax,
+         medianOf(all, n, offsetof(struct ScaleStats, fdsInit), 1, 0),
+         medianOf(all, n, offsetof(struct ScaleStats, fds), 1, 0), fdsMax,
+         medianOf(all, n, offsetof(struct ScaleStats, sockets), 1, 0),
+         medianOf(all, n, offsetof(struct ScaleStats, peers), 1, 0),
+         medianOf(all, n, offsetof(struct ScaleStats, rssKiB), 0, 1) / 1024.0, shmTotal / 2 / 1024.0,
+         medianOf(all, n, offsetof(struct ScaleStats, latencyUs), 0, 0),
+         medianOf(all, n, offsetof(struct ScaleStats, busGBs), 0, 0));
+  return 0;
+}
