@@ -174,10 +174,16 @@ mixcclResult_t mixcclCommDevice(const mixcclComm_t comm, int* device);
  *                             (several domains) or "native" (the domain's own library)
  *   "algo.allgather.<bytes>"  algorithm of an AllGather whose whole result is <bytes>:
  *                             "ring", "rd", or "native"
+ *   "algo.broadcast.<bytes>"  algorithm of a Broadcast (and "algo.reduce.<bytes>" of a
+ *                             Reduce) of <bytes>: "tree" (binomial), "chain", "slots",
+ *                             "hierarchical" or "native"
  *   "domains"                 the domain index of every rank, comma-separated ("0,1,1,1")
  *   "adaptor.<rank>"          that rank's device adaptor ("host", "gloo", ...)
  *   "memory"                  the memory this rank's buffers are in: "host" or "device"
  *                             (the adaptor's)
+ *   "connect"                 "eager" (every pair connected at init) or "lazy" (on first
+ *                             use; MIXCCL_CONNECT)
+ *   "connected_peers"         how many peers this rank is connected to now
  * An unknown key, a rank out of range (or this rank for "transport."), or a value longer than
  * valueSize - 1 gives mixcclInvalidArgument with a message naming the key; value is then left
  * as it was and the communicator stays usable. Numbers are decimal. */

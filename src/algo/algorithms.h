@@ -39,6 +39,14 @@ Result chainBroadcast(CollContext& c, const void* sendbuf, void* recvbuf, size_t
                       mixcclDataType_t type, int root);
 Result chainReduce(CollContext& c, const void* sendbuf, void* recvbuf, size_t count,
                    mixcclDataType_t type, mixcclRedOp_t op, int root);
+// Binomial trees: ceil(log2 n) rounds of whole messages (binomial_tree.cc).
+Result binomialTreeBroadcast(CollContext& c, const void* sendbuf, void* recvbuf, size_t count,
+                             mixcclDataType_t type, int root);
+Result binomialTreeReduce(CollContext& c, const void* sendbuf, void* recvbuf, size_t count,
+                          mixcclDataType_t type, mixcclRedOp_t op, int root);
+// Broadcast and Reduce of bytes: the binomial tree below MIXCCL_RD_THRESHOLD with more than two
+// ranks (MIXCCL_ALGO=ring keeps the chain), else the pipelined chain.
+bool useBinomialTree(size_t bytes, int nranks);
 Result pairwiseAlltoAll(CollContext& c, const void* sendbuf, void* recvbuf, size_t count,
                         mixcclDataType_t type);
 Result directGather(CollContext& c, const void* sendbuf, void* recvbuf, size_t count,

@@ -91,6 +91,7 @@ EnvParams load() {
   p.domainSplit = readString("MIXCCL_DOMAIN_SPLIT", "");
   p.hierPieceBytes = (size_t)readInt("MIXCCL_HIER_PIECE_BYTES", 1 << 20, 1024, 1LL << 30);
   p.shmDisable = readBool("MIXCCL_SHM_DISABLE", false);
+  p.connect = readString("MIXCCL_CONNECT", "auto");
   p.shmBytes = (size_t)readInt("MIXCCL_SHM_BYTES", 0, 4096, 1LL << 30);  // 0: from the L2
   p.shmCma = readBool("MIXCCL_SHM_CMA", false);  // off: slower than the ring here (docs/performance.md)
   p.shmSlotBytes = readInt("MIXCCL_SHM_SLOT_BYTES", -1, 0, 1 << 20);

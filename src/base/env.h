@@ -26,6 +26,7 @@ struct EnvParams {
   int spinUs;                 // MIXCCL_SPIN_US: busy-poll time before blocking
   std::string adaptor;        // MIXCCL_ADAPTOR
   std::string net;            // MIXCCL_NET
+  std::string connect;        // MIXCCL_CONNECT: auto, eager (every pair at init), lazy (on first use)
   std::string ofiProvider;    // MIXCCL_OFI_PROVIDER: libfabric provider list of MIXCCL_NET=ofi
   std::string topoDumpFile;   // MIXCCL_TOPO_DUMP_FILE: write the job topology as JSON at init
   bool checkMismatch;         // MIXCCL_CHECK_MISMATCH: compare every collective across ranks

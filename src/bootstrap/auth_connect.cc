@@ -25,11 +25,12 @@ int jittered(int bound) {
 }  // namespace
 
 Result connectAuthenticated(const SocketAddress& addr, const Secret& secret,
-                            const Deadline& deadline, const char* what, Socket* conn) {
+                            const Deadline& deadline, const char* what, Socket* conn,
+                            bool listening) {
   int pauseMs = kFirstPauseMs;
   for (int closed = 1;; ++closed) {
     Socket s;
-    MIXCCL_CHECK(connectBefore(addr, deadline, &s));
+    MIXCCL_CHECK(connectBefore(addr, deadline, &s, listening));
     bool closedEarly = false;
     Result r = authenticateClient(s, secret, deadline, what, &closedEarly);
     if (!closedEarly) {

@@ -15,7 +15,9 @@ namespace mixccl {
 // them: a connection closed or reset before the server's challenge is made again after a
 // pause that grows (10 ms doubling up to 200 ms, randomised so that ranks turned away together
 // do not come back together), until the deadline. what names the server in messages.
+// listening: as for connectBefore (a refusal is final).
 Result connectAuthenticated(const SocketAddress& addr, const Secret& secret,
-                            const Deadline& deadline, const char* what, Socket* conn);
+                            const Deadline& deadline, const char* what, Socket* conn,
+                            bool listening = false);
 
 }  // namespace mixccl

@@ -106,7 +106,8 @@ int awaitConnect(const Socket& s, int waitMs, const Deadline& deadline) {
 
 }  // namespace
 
-Result connectBefore(const SocketAddress& addr, const Deadline& deadline, Socket* conn) {
+Result connectBefore(const SocketAddress& addr, const Deadline& deadline, Socket* conn,
+                     bool listening) {
   int backoffMs = 1;
   int attemptMs = kFirstAttemptMs;
   for (;;) {
@@ -124,6 +125,9 @@ Result connectBefore(const SocketAddress& addr, const Deadline& deadline, Socket
     bool retry = err == ECONNREFUSED || err == ECONNRESET || err == ETIMEDOUT ||
                  err == ENETUNREACH || err == EHOSTUNREACH || err == EINTR || err == EAGAIN;
     if (cancelled()) return cancelError(addr.toString().c_str());
+    if (listening && err == ECONNREFUSED)
+      return raiseError(mixcclRemoteError, "cannot connect to %s: %s (its process has ended or "
+                        "left the communicator)", addr.toString().c_str(), strerror(err));
     if (!retry || deadline.expired())
       return raiseError(retry ? mixcclTimeout : mixcclSystemError, "cannot connect to %s: %s",
                         addr.toString().c_str(), strerror(err));

@@ -41,8 +41,11 @@ Result listenOn(const SocketAddress& addr, Socket* listener, SocketAddress* boun
 // Connects, retrying refused/unreachable attempts until the deadline (the other side may not
 // be listening yet). An attempt that gets no answer within a short bound is abandoned for a new
 // one: a listener whose backlog is full (strangers flooding it) drops the connection request,
-// and the kernel would only send it again after a second.
-Result connectBefore(const SocketAddress& addr, const Deadline& deadline, Socket* conn);
+// and the kernel would only send it again after a second. listening: the other side is known
+// to listen already (a peer's transport listener after init), so a refusal means its process
+// ended or left the communicator and fails at once instead of being retried.
+Result connectBefore(const SocketAddress& addr, const Deadline& deadline, Socket* conn,
+                     bool listening = false);
 
 // Blocking-with-deadline whole-buffer transfers. what names the peer in error messages.
 Result sendAllBefore(const Socket& s, const void* buf, size_t n, const Deadline& deadline,

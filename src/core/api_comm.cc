@@ -175,6 +175,7 @@ MIXCCL_API mixcclResult_t mixcclCommDestroy(mixcclComm_t comm) {
   if (!unregisterComm(comm)) return badComm("mixcclCommDestroy", comm);
   comm->stopInit();  // a non-blocking init still running is cancelled and joined
   comm->staged.reset();  // queued staged collectives finish before the goodbye
+  if (comm->connector) comm->connector->stop();  // no pair is connected while leaving
   if (comm->proxy) comm->proxy->shutdownGracefully();
   releaseComm(comm);
   return mixcclSuccess;
@@ -190,6 +191,7 @@ MIXCCL_API mixcclResult_t mixcclCommAbort(mixcclComm_t comm) {
     std::lock_guard<std::mutex> lock(ref->stagedMutex);
     if (ref->staged) ref->staged->abort();
   }
+  if (ref->connector) ref->connector->stop();
   if (ref->proxy)
     ref->proxy->abort("rank " + std::to_string(ref->rank) + ": mixcclCommAbort was called");
   releaseComm(comm);  // the owner's reference; ref keeps it alive until this returns

@@ -59,18 +59,19 @@ Result transportWhy(const Comm* comm, const std::string& key, const std::string&
   MIXCCL_CHECK(transportTo(comm, key, peerText, value));
   int peer = 0;
   MIXCCL_CHECK(parseRank(comm, key, peerText, &peer));
-  *value = (size_t)peer < comm->transportWhy.size() ? comm->transportWhy[peer] : "";
+  if (comm->connector) *value = comm->connector->transportWhy(peer);
+  else *value = (size_t)peer < comm->transportWhy.size() ? comm->transportWhy[peer] : "";
   return mixcclSuccess;
 }
 
 // What collective_dispatch.cc would run (algorithmName), so the answer cannot drift from it.
-Result algorithmFor(const Comm* comm, const std::string& key, bool allReduce,
+Result algorithmFor(const Comm* comm, const std::string& key, CollKind kind,
                     const std::string& bytesText, std::string* value) {
   unsigned long long bytes = 0;
   if (!parseDecimal(bytesText, &bytes))
     return raiseError(mixcclInvalidArgument, "%s: key '%s': '%s' is not a byte count", kFn,
                       key.c_str(), bytesText.c_str());
-  *value = algorithmName(comm, allReduce ? CollKind::AllReduce : CollKind::AllGather, (size_t)bytes);
+  *value = algorithmName(comm, kind, (size_t)bytes);
   return mixcclSuccess;
 }
 
@@ -94,8 +95,10 @@ Result valueOf(const Comm* comm, const std::string& key, std::string* value) {
     *value = comm->deviceDirect.why[std::stoi(key.substr(14))];
     return mixcclSuccess;
   }
-  if (startsWith(key, "algo.allreduce.")) return algorithmFor(comm, key, true, key.substr(15), value);
-  if (startsWith(key, "algo.allgather.")) return algorithmFor(comm, key, false, key.substr(15), value);
+  if (startsWith(key, "algo.allreduce.")) return algorithmFor(comm, key, CollKind::AllReduce, key.substr(15), value);
+  if (startsWith(key, "algo.allgather.")) return algorithmFor(comm, key, CollKind::AllGather, key.substr(15), value);
+  if (startsWith(key, "algo.broadcast.")) return algorithmFor(comm, key, CollKind::Broadcast, key.substr(15), value);
+  if (startsWith(key, "algo.reduce.")) return algorithmFor(comm, key, CollKind::Reduce, key.substr(12), value);
   // The sizes the communicator tunes itself with (algo/tuning.h) and why.
   if (key == "tuning") {
     *value = comm->tuning.describe();
@@ -111,6 +114,15 @@ Result valueOf(const Comm* comm, const std::string& key, std::string* value) {
   }
   if (key == "tuning.socket_buffer_bytes") {
     *value = std::to_string(comm->tuning.socketBufferBytes);
+    return mixcclSuccess;
+  }
+  // MIXCCL_CONNECT as applied: "eager" or "lazy"; how many peers this rank is connected to.
+  if (key == "connect") {
+    *value = comm->lazyConnect ? "lazy" : "eager";
+    return mixcclSuccess;
+  }
+  if (key == "connected_peers") {
+    *value = std::to_string(comm->proxy->connectedPeers());
     return mixcclSuccess;
   }
   if (key == "domains") {
@@ -132,7 +144,7 @@ Result valueOf(const Comm* comm, const std::string& key, std::string* value) {
     return mixcclSuccess;
   }
   return raiseError(mixcclInvalidArgument, "%s: unknown key '%s' (keys: transport.<peer>, "
-                    "transport_why.<peer>, transport_detail.<peer>, device_direct.<peer>, algo.allreduce.<bytes>, algo.allgather.<bytes>, tuning, tuning.chunk_bytes, tuning.rh_threshold_bytes, tuning.socket_buffer_bytes, domains, adaptor.<rank>, memory, shm_slot_bytes)",
+                    "transport_why.<peer>, transport_detail.<peer>, device_direct.<peer>, algo.allreduce.<bytes>, algo.allgather.<bytes>, algo.broadcast.<bytes>, algo.reduce.<bytes>, tuning, tuning.chunk_bytes, tuning.rh_threshold_bytes, tuning.socket_buffer_bytes, connect, connected_peers, domains, adaptor.<rank>, memory, shm_slot_bytes)",
                     kFn, key.c_str());
 }
 

@@ -150,8 +150,14 @@ Result runFlat(CollContext& c, const CollCall& call) {
           return recursiveDoublingAllReduce(c, call.sendbuf, call.recvbuf, call.count, call.type, call.op);
       }
     }
-    case CollKind::Broadcast: return chainBroadcast(c, call.sendbuf, call.recvbuf, call.count, call.type, call.root);
-    case CollKind::Reduce: return chainReduce(c, call.sendbuf, call.recvbuf, call.count, call.type, call.op, call.root);
+    case CollKind::Broadcast:
+      if (useBinomialTree(call.count * dataTypeSize(call.type), c.nranks))
+        return binomialTreeBroadcast(c, call.sendbuf, call.recvbuf, call.count, call.type, call.root);
+      return chainBroadcast(c, call.sendbuf, call.recvbuf, call.count, call.type, call.root);
+    case CollKind::Reduce:
+      if (useBinomialTree(call.count * dataTypeSize(call.type), c.nranks))
+        return binomialTreeReduce(c, call.sendbuf, call.recvbuf, call.count, call.type, call.op, call.root);
+      return chainReduce(c, call.sendbuf, call.recvbuf, call.count, call.type, call.op, call.root);
     case CollKind::AllGather:
       if (useRecursiveDoublingAllGather(call.count * dataTypeSize(call.type) * c.nranks, c.nranks, c.rhThresholdBytes))
         return recursiveDoublingAllGather(c, call.sendbuf, call.recvbuf, call.count, call.type);
@@ -197,7 +203,7 @@ const char* algorithmName(const Comm* comm, CollKind kind, size_t bytes) {
     case CollKind::AllGather:
       return useRecursiveDoublingAllGather(bytes, comm->nranks, comm->tuning.rhThresholdBytes) ? "rd" : "ring";
     case CollKind::Broadcast:
-    case CollKind::Reduce: return "chain";
+    case CollKind::Reduce: return useBinomialTree(bytes, comm->nranks) ? "tree" : "chain";
     case CollKind::ReduceScatter: return "ring";
     case CollKind::AlltoAll: return "pairwise";
     case CollKind::Gather:

@@ -15,6 +15,7 @@
 #include "base/health.h"
 #include "core/config.h"
 #include "core/domain_comm.h"
+#include "core/lazy_connector.h"
 #include "topology/domains.h"
 #include "core/device_direct.h"
 #include "core/staged_executor.h"
@@ -34,6 +35,10 @@ struct mixcclComm {
   // which reports into it, so it outlives the proxy).
   mixccl::Health health;
   std::unique_ptr<mixccl::Proxy> proxy;
+  // MIXCCL_CONNECT (comm_init.cc): pairs connect on first use through connector, which the
+  // proxy asks for them; declared after the proxy so that its acceptor stops first.
+  bool lazyConnect = false;
+  std::unique_ptr<mixccl::LazyConnector> connector;
   // Small collectives of a one-host communicator (transport/shm_slots.h); null where not every
   // pair is on shared memory or a rank turned them off.
   std::unique_ptr<mixccl::ShmSlots> shmSlots;

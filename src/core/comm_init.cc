@@ -14,6 +14,7 @@
 #include "algo/tuning.h"
 #include "core/domain_comm.h"
 #include "core/comm_registry.h"
+#include "core/lazy_connector.h"
 #include "base/env.h"
 #include "base/error.h"
 #include "base/log.h"
@@ -60,6 +61,27 @@ class ListenerRegistration {
   Comm* comm_;
 };
 
+// The shared-memory rings' parameters (INFO says their size and why).
+ShmParams shmParamsFor(const Comm* comm) {
+  ShmParams sp;
+  sp.rank = comm->rank;
+  sp.nranks = comm->nranks;
+  sp.commHash = comm->id.commHash;
+  sp.ringBytes = env().shmBytes;
+  std::string why = "MIXCCL_SHM_BYTES";
+  if (sp.ringBytes == 0) {
+    // This rank's own chunk (the agreement over the ranks comes later and only lowers it):
+    // the ring's floor of 4 chunks.
+    const TopoCaches caches = hostCaches(comm->rank);
+    sp.ringBytes = shmRingBytesFor(caches.l2.bytes, caches.l2.cores, comm->tuning.chunkBytes, &why);
+  }
+  INFO(kLogInit, "rank %d: shared-memory rings of %zu bytes (%s)", comm->rank, sp.ringBytes,
+       why.c_str());
+  sp.cma = env().shmCma;
+  sp.cmaThreshold = env().shmCmaThreshold;
+  return sp;
+}
+
 // Chooses and connects a transport for every pair (transport/net_choice.h says which name
 // chooses what; transport/registry.h how the registry walks its list). The ranks first agree
 // on the name over the control connections; the registry then holds shm (auto and shm only),
@@ -79,25 +101,8 @@ Result connectTransports(Comm* comm, const UniqueIdData& id, const MeshParams& m
   MIXCCL_CHECK(agreeOnNet(rank, id.commHash, comm->peers, *conns, deadline, request, &plan));
 
   TransportRegistry registry;
-  if (request.name == "auto" || request.name == "shm") {
-    ShmParams sp;
-    sp.rank = rank;
-    sp.nranks = nranks;
-    sp.commHash = id.commHash;
-    sp.ringBytes = env().shmBytes;
-    std::string why = "MIXCCL_SHM_BYTES";
-    if (sp.ringBytes == 0) {
-      // This rank's own chunk (the agreement over the ranks comes later and only lowers it):
-      // the ring's floor of 4 chunks.
-      const TopoCaches caches = hostCaches(rank);
-      sp.ringBytes = shmRingBytesFor(caches.l2.bytes, caches.l2.cores, comm->tuning.chunkBytes, &why);
-    }
-    INFO(kLogInit, "rank %d: shared-memory rings of %zu bytes (%s)", rank, sp.ringBytes,
-         why.c_str());
-    sp.cma = env().shmCma;
-    sp.cmaThreshold = env().shmCmaThreshold;
-    registry.add(std::unique_ptr<Transport>(new ShmTransport(sp, !env().shmDisable)));
-  }
+  if (request.name == "auto" || request.name == "shm")
+    registry.add(std::unique_ptr<Transport>(new ShmTransport(shmParamsFor(comm), !env().shmDisable)));
   for (const std::string& net : networkTransportNames()) {
     std::vector<bool> serve(nranks, false);
     bool any = false;
@@ -171,6 +176,37 @@ Result setupSlots(Comm* comm, const std::vector<std::unique_ptr<Connection>>& li
   return mixcclSuccess;
 }
 
+// MIXCCL_CONNECT: eager connects every pair at init, lazy on first use; auto (the default)
+// is lazy above kEagerMaxRanks ranks, where a full mesh starts to cost more descriptors,
+// memory and init time than a small job's latency gains from it (docs/scale.md). Only socket
+// and shared memory connect lazily: a communicator that may pick UCX or libfabric is eager.
+constexpr int kEagerMaxRanks = 16;
+
+Result chooseConnectMode(const Comm* comm, bool* lazy, std::string* why) {
+  const std::string& mode = env().connect;
+  if (mode != "auto" && mode != "eager" && mode != "lazy")
+    return raiseError(mixcclInvalidArgument, "rank %d: MIXCCL_CONNECT='%s' is not one of auto, "
+                      "eager, lazy", comm->rank, mode.c_str());
+  const std::string& net = comm->config.netName;
+  const bool lazyNet = net == "socket" || net == "shm" ||
+                       (net == "auto" && !hostHasActiveRdmaPort(comm->rank));
+  *lazy = false;
+  if (mode == "eager") {
+    *why = "MIXCCL_CONNECT=eager";
+  } else if (!lazyNet) {
+    *why = "MIXCCL_CONNECT=" + mode + ", but transport '" + net + "' (or RDMA for auto) connects "
+           "at init; only socket and shared memory connect on first use";
+  } else if (mode == "lazy") {
+    *lazy = true;
+    *why = "MIXCCL_CONNECT=lazy";
+  } else {
+    *lazy = comm->nranks > kEagerMaxRanks;
+    *why = "MIXCCL_CONNECT=auto: " + std::to_string(comm->nranks) +
+           (*lazy ? " ranks > " : " ranks <= ") + std::to_string(kEagerMaxRanks);
+  }
+  return mixcclSuccess;
+}
+
 // Rendezvous, connections, proxy: everything after the fields of comm are set.
 Result connectComm(Comm* comm, const UniqueIdData& id) {
   const int rank = comm->rank, nranks = comm->nranks;
@@ -208,15 +244,29 @@ Result connectComm(Comm* comm, const UniqueIdData& id) {
                               envTuningOverrides());
   MeshParams mesh{rank, nranks, config.nsocksPerPeer, id.commHash, id.secret};
   mesh.socketBufferBytes = comm->tuning.socketBufferBytes;
-  std::vector<std::vector<Socket>> conns;
-  MIXCCL_CHECK(connectMesh(listener, mesh, comm->peers, deadline, &conns));
-  if (comm->initCancel.load())
-    return raiseError(mixcclInvalidUsage, "rank %d: initialisation aborted", rank);
-
-  std::vector<std::unique_ptr<Connection>> links;
-  MIXCCL_CHECK(connectTransports(comm, id, mesh, &conns, deadline, &links));
-
-  MIXCCL_CHECK(setupSlots(comm, links, conns, deadline));
+  std::string connectWhy;
+  MIXCCL_CHECK(chooseConnectMode(comm, &comm->lazyConnect, &connectWhy));
+  INFO(kLogInit | kLogNet, "rank %d: connections %s (%s)", rank,
+       comm->lazyConnect ? "on first use" : "to every peer at init", connectWhy.c_str());
+  std::vector<std::vector<Socket>> conns(nranks);
+  std::vector<std::unique_ptr<Connection>> links(nranks);
+  if (!comm->lazyConnect) {
+    MIXCCL_CHECK(connectMesh(listener, mesh, comm->peers, deadline, &conns));
+    if (comm->initCancel.load())
+      return raiseError(mixcclInvalidUsage, "rank %d: initialisation aborted", rank);
+    MIXCCL_CHECK(connectTransports(comm, id, mesh, &conns, deadline, &links));
+    MIXCCL_CHECK(setupSlots(comm, links, conns, deadline));
+  } else {
+    // Nothing is connected yet: whatever needs a pair connects it (lazy_connector.h). Without
+    // control connections to agree over, device memory is staged (socket and shared memory
+    // move host memory only anyway) and the shared-memory slots, which every pair needs, stay
+    // off.
+    comm->transportWhy.assign(nranks, "");
+    comm->deviceDirect.pair.assign(nranks, false);
+    comm->deviceDirect.why.assign(nranks, "no (connected on first use over socket or shared "
+                                          "memory: host memory only)");
+    comm->deviceDirect.all = false;
+  }
 
   ProxyParams pp;
   pp.rank = rank;
@@ -229,8 +279,26 @@ Result connectComm(Comm* comm, const UniqueIdData& id) {
   for (int r = 0; r < nranks; ++r)
     if (!conns[r].empty()) control[r] = std::move(conns[r][0]);
   std::unique_ptr<Proxy> proxy(new Proxy(pp, comm->health, std::move(control), std::move(links)));
+  if (comm->lazyConnect) {
+    LazyParams lp;
+    lp.mesh = mesh;
+    lp.peers = comm->peers;
+    lp.names = pp.peerNames;
+    lp.netName = config.netName;
+    lp.netSource = config.netSource;
+    lp.wantShm = !env().shmDisable;
+    lp.shm = shmParamsFor(comm);
+    lp.frameBytes = env().socketFrameBytes;
+    lp.timeoutS = config.timeoutS;
+    comm->connector.reset(new LazyConnector(lp, std::move(listener)));
+    proxy->setPairSource(comm->connector.get());
+  }
   MIXCCL_CHECK(proxy->start());
   comm->proxy = std::move(proxy);
+  if (comm->connector) {
+    Proxy* p = comm->proxy.get();
+    MIXCCL_CHECK(comm->connector->start([p] { p->wake(); }));
+  }
   MIXCCL_CHECK(exchangeTopology(comm, iface.name));
   {
     // Every rank must run the same algorithm with the same chunk: agree on them.

@@ -73,23 +73,8 @@ Result Proxy::start() {
   if (epoll_ctl(epollFd_, EPOLL_CTL_ADD, eventFd_, &ev) != 0 ||
       epoll_ctl(watchFd_, EPOLL_CTL_ADD, eventFd_, &ev) != 0)
     return raiseError(mixcclSystemError, "epoll_ctl(eventfd): %s", strerror(errno));
-  for (ControlChannel& c : control_) {
-    if (!c.valid()) continue;
-    MIXCCL_CHECK(setNonBlocking(c.fd(), true));
-    Slot s;
-    s.fd = c.fd();
-    s.peer = c.peer();
-    controlSlot_[c.peer()] = (int)slots_.size();
-    slots_.push_back(s);
-    applyInterest(controlSlot_[c.peer()], EPOLLIN | EPOLLRDHUP);
-    // The idle watcher hears only of control connections that end (edge-triggered, once): a
-    // peer's process that dies closes them whatever transport carries its data.
-    epoll_event watch{};
-    watch.events = EPOLLRDHUP | EPOLLET;
-    watch.data.u64 = (uint64_t)controlSlot_[c.peer()];
-    if (epoll_ctl(watchFd_, EPOLL_CTL_ADD, c.fd(), &watch) != 0)
-      return raiseError(mixcclSystemError, "epoll_ctl(watch): %s", strerror(errno));
-  }
+  for (ControlChannel& c : control_)
+    if (c.valid()) MIXCCL_CHECK(watchControl(c.peer()));
   for (std::unique_ptr<Connection>& c : conns_)
     if (c) MIXCCL_CHECK(c->start(this));
   failureListener_ = health_.onFailure([this] {
@@ -98,6 +83,81 @@ Result Proxy::start() {
   started_ = true;  // before the thread exists: a failure on that thread reads it
   thread_ = std::thread([this] { run(); });
   return mixcclSuccess;
+}
+
+Result Proxy::watchControl(int peer) {
+  ControlChannel& c = control_[peer];
+  MIXCCL_CHECK(setNonBlocking(c.fd(), true));
+  Slot s;
+  s.fd = c.fd();
+  s.peer = peer;
+  controlSlot_[peer] = (int)slots_.size();
+  slots_.push_back(s);
+  applyInterest(controlSlot_[peer], EPOLLIN | EPOLLRDHUP);
+  // The idle watcher hears only of control connections that end (edge-triggered, once): a
+  // peer's process that dies closes them whatever transport carries its data.
+  epoll_event watch{};
+  watch.events = EPOLLRDHUP | EPOLLET;
+  watch.data.u64 = (uint64_t)controlSlot_[peer];
+  if (epoll_ctl(watchFd_, EPOLL_CTL_ADD, c.fd(), &watch) != 0)
+    return raiseError(mixcclSystemError, "epoll_ctl(watch): %s", strerror(errno));
+  return mixcclSuccess;
+}
+
+// Called under progressMutex_. After a failure the pair is still taken in, so that the
+// notice and the cut that failEverything sends reach the peer that just connected.
+Result Proxy::adopt(int peer, Socket control, std::unique_ptr<Connection> link) {
+  if (conns_[peer] || control_[peer].valid())
+    return raiseError(mixcclInternalError, "%s: a second connection to %s", me().c_str(),
+                      params_.peerNames[peer].c_str());
+  control_[peer] = ControlChannel(peer, std::move(control));
+  MIXCCL_CHECK(watchControl(peer));
+  Connection* c = link.get();
+  {
+    std::lock_guard<std::mutex> lock(connsMutex_);
+    conns_[peer] = std::move(link);
+  }
+  if (c->needsPolling()) polled_.push_back(c);
+  MIXCCL_CHECK(c->start(this));
+  if (failedHandled_) {
+    const int culprit = health_.culprit();
+    control_[peer].send(kFrameFlagPeerFailed, culprit >= 0 ? (uint32_t)culprit : UINT32_MAX,
+                        false, failureNotice_);
+    c->abandon();
+    control_[peer].shutdown();
+  }
+  return mixcclSuccess;
+}
+
+void Proxy::adoptAccepted() {
+  if (!pairs_) return;
+  int peer = -1;
+  Socket control;
+  std::unique_ptr<Connection> link;
+  while (pairs_->takeAccepted(&peer, &control, &link)) {
+    Result r = adopt(peer, std::move(control), std::move(link));
+    if (r != mixcclSuccess) health_.fail(r, threadLastError(), peer);
+  }
+}
+
+// Called under progressMutex_: the blocking dial holds up this communicator's progress only,
+// never the peer's (its acceptor thread answers without its proxy, lazy_connector.h).
+Result Proxy::connectOnDemand(int peer) {
+  Socket control;
+  std::unique_ptr<Connection> link;
+  Result r = pairs_->connectPeer(peer, &control, &link);
+  if (r != mixcclSuccess) {
+    health_.fail(r, threadLastError(), peer);
+    return r;
+  }
+  return adopt(peer, std::move(control), std::move(link));
+}
+
+int Proxy::connectedPeers() const {
+  std::lock_guard<std::mutex> lock(connsMutex_);
+  int n = 0;
+  for (const std::unique_ptr<Connection>& c : conns_) n += c ? 1 : 0;
+  return n;
 }
 
 void Proxy::runOnProgressThread(std::function<void()> fn) {
@@ -115,16 +175,19 @@ void Proxy::wake() {
 }
 
 const char* Proxy::transportName(int peer) const {
+  std::lock_guard<std::mutex> lock(connsMutex_);
   if (peer < 0 || peer >= params_.nranks || !conns_[peer]) return "";
   return conns_[peer]->transportName();
 }
 
 std::string Proxy::transportDetail(int peer) const {
+  std::lock_guard<std::mutex> lock(connsMutex_);
   if (peer < 0 || peer >= params_.nranks || !conns_[peer]) return "";
   return conns_[peer]->detail();
 }
 
 uint64_t Proxy::bytesMoved(const std::string& transport) const {
+  std::lock_guard<std::mutex> lock(connsMutex_);
   uint64_t n = 0;
   for (const std::unique_ptr<Connection>& c : conns_)
     if (c && transport == c->transportName()) n += c->bytesMoved();
@@ -134,7 +197,16 @@ uint64_t Proxy::bytesMoved(const std::string& transport) const {
 Result Proxy::probe(int peer, bool* arrived, uint64_t* bytes) {
   *arrived = false;
   *bytes = 0;
+  std::lock_guard<std::mutex> lock(progressMutex_);
+  if (pairs_ && peer >= 0 && peer < params_.nranks && peer != params_.rank && !conns_[peer] &&
+      !health_.failed())
+    connectOnDemand(peer);
   Connection* c = peer >= 0 && peer < params_.nranks ? conns_[peer].get() : nullptr;
+  if (!c && health_.failed()) {
+    std::string why;
+    Result failure = health_.error(&why);
+    return raiseError(failure, "%s: the communicator has failed: %s", me().c_str(), why.c_str());
+  }
   if (!c)
     return raiseError(mixcclInvalidUsage, "%s: no connection to probe for rank %d", me().c_str(),
                       peer);
@@ -142,7 +214,6 @@ Result Proxy::probe(int peer, bool* arrived, uint64_t* bytes) {
     return raiseError(mixcclInvalidUsage, "%s: the %s transport to %s cannot probe for a "
                       "message (the socket and shared-memory transports can)", me().c_str(),
                       c->transportName(), params_.peerNames[peer].c_str());
-  std::lock_guard<std::mutex> lock(progressMutex_);
   progressOnce(0, nullptr);
   if (health_.failed()) {
     std::string why;
@@ -308,6 +379,7 @@ void Proxy::setInterest(Connection* c, int lane, int fd, uint32_t events) {
 void Proxy::ringDoorbell(int peer) { control_[peer].send(kFrameFlagDoorbell, 0, true); }
 
 void Proxy::drainIncoming() {
+  adoptAccepted();
   // Most rounds of a wait find nothing new: an atomic look spares them the lock.
   if (incomingCount_.load(std::memory_order_acquire) == 0) return;
   std::vector<TransportRequest*> reqs;
@@ -320,6 +392,9 @@ void Proxy::drainIncoming() {
   for (TransportRequest* r : reqs) {
     live_.insert(r);
     stalls_.posted(r->peer, now);
+    if (pairs_ && r->peer >= 0 && r->peer < params_.nranks && r->peer != params_.rank &&
+        !conns_[r->peer] && !health_.failed())
+      connectOnDemand(r->peer);
     Connection* c = r->peer >= 0 && r->peer < params_.nranks ? conns_[r->peer].get() : nullptr;
     if (health_.failed()) {
       complete(r, health_.error());

@@ -39,6 +39,19 @@ struct ProxyParams {
   std::vector<std::string> peerNames;  // "rank 3 (host)" for messages
 };
 
+// Where the pairs of a communicator that connects on demand come from (MIXCCL_CONNECT=lazy,
+// core/lazy_connector.h): the proxy asks for a pair the first time a request names a peer it
+// has no connection to, and adopts the pairs that peers dialled meanwhile.
+class PairSource {
+ public:
+  virtual ~PairSource() = default;
+  // Blocks until the pair with peer is connected (dialled by this rank or by the peer) or
+  // failed: the pair's control connection and the connection that carries its data.
+  virtual Result connectPeer(int peer, Socket* control, std::unique_ptr<Connection>* link) = 0;
+  // A pair a peer dialled, ready to adopt; false when none waits. Cheap when none does.
+  virtual bool takeAccepted(int* peer, Socket* control, std::unique_ptr<Connection>* link) = 0;
+};
+
 class Proxy : private TransportEvents {
  public:
   // control[p]: the control connection to peer p; conns[p]: the connection that carries its
@@ -49,7 +62,13 @@ class Proxy : private TransportEvents {
   Proxy(const Proxy&) = delete;
   Proxy& operator=(const Proxy&) = delete;
 
+  // Pairs missing from conns connect through source when first used (before start()).
+  void setPairSource(PairSource* source) { pairs_ = source; }
   Result start();
+  // Wakes whoever drives progress (a pair was accepted for it). Any thread.
+  void wake();
+  // How many peers this rank is connected to (mixcclCommInspect "connected_peers").
+  int connectedPeers() const;
   // Thread-safe. Requests to one peer in one direction match the peer's in posting order.
   void post(TransportRequest* r);
   // Waits until r is finished or the deadline passes; on timeout the communicator is failed
@@ -116,7 +135,12 @@ class Proxy : private TransportEvents {
   bool progressOnce(int timeoutMs, const TransportRequest* waitingFor);
   // failEverything() the first time a round finds the communicator failed.
   void failOnceIfFailed();
-  void wake();
+  // Pairs connected on demand (pairs_): adopt the accepted ones; connect the one peer needs.
+  void adoptAccepted();
+  Result connectOnDemand(int peer);
+  Result adopt(int peer, Socket control, std::unique_ptr<Connection> link);
+  // Registers peer's control connection with both epoll sets.
+  Result watchControl(int peer);
   void stopThread();
   std::string me() const { return "rank " + std::to_string(params_.rank); }
 
@@ -124,6 +148,10 @@ class Proxy : private TransportEvents {
   Health& health_;
   std::vector<ControlChannel> control_;
   std::vector<std::unique_ptr<Connection>> conns_;
+  PairSource* pairs_ = nullptr;
+  // Guards conns_' entries against readers outside progress (transportName, connectedPeers)
+  // while a pair connected on demand is adopted.
+  mutable std::mutex connsMutex_;
   std::vector<Connection*> polled_;          // connections that need a look every round
   std::vector<Slot> slots_;                  // registered fds; the epoll tag is the index
   std::vector<std::vector<int>> laneSlot_;   // [peer][lane] -> slot (-1: none yet)

@@ -56,14 +56,6 @@ std::string shmSegmentName(uint64_t commHash, int from, int to) {
   return name;
 }
 
-void unlinkShmSegmentsOf(uint64_t commHash, int rank, int nranks) {
-  for (int p = 0; p < nranks; ++p) {
-    if (p == rank) continue;
-    ShmSegment::unlink(shmSegmentName(commHash, rank, p));
-    ShmSegment::unlink(shmSegmentName(commHash, p, rank));
-  }
-}
-
 std::vector<bool> shmCandidates(const ShmParams& p, const std::vector<PeerInfo>& peers) {
   std::vector<bool> c(p.nranks, false);
   for (int r = 0; r < p.nranks; ++r)
@@ -240,7 +232,13 @@ Result setupShmLinks(const ShmParams& p, const std::vector<PeerInfo>& peers,
   Result r = setupLinks(p, peers, candidates, wantShm, conns, deadline, links);
   // Success or not, no name stays: the mappings keep the memory as long as they live, and a
   // rank that crashes later leaves nothing behind in /dev/shm.
-  unlinkShmSegmentsOf(p.commHash, p.rank, p.nranks);
+  // Only the candidates' names: a communicator that connects pairs on demand may be setting
+  // up another pair on another thread at this moment (core/lazy_connector.h).
+  for (int q = 0; q < p.nranks; ++q) {
+    if (q == p.rank || !candidates[q]) continue;
+    ShmSegment::unlink(shmSegmentName(p.commHash, p.rank, q));
+    ShmSegment::unlink(shmSegmentName(p.commHash, q, p.rank));
+  }
   if (r != mixcclSuccess) links->clear();
   return r;
 }

@@ -63,8 +63,6 @@ struct ShmLink {
 
 // /mixccl-<commHash>-<from>-<to>, the shm_open name of one direction's segment.
 std::string shmSegmentName(uint64_t commHash, int from, int to);
-// Unlinks every segment of commHash that involves rank (either direction), ignoring ENOENT.
-void unlinkShmSegmentsOf(uint64_t commHash, int rank, int nranks);
 
 // The peers on this rank's host (hostHash): candidates for shared memory. [rank] is false.
 std::vector<bool> shmCandidates(const ShmParams& p, const std::vector<PeerInfo>& peers);

@@ -10,7 +10,8 @@
  *                                     ", ..." (UCX: its transports, "tcp")
  *   --expect-algo COLL:BYTES:NAME     e.g. allreduce:8:rd, allgather:16777216:ring (repeatable)
  *   --expect-domains 0,1,1,1          domain index of every rank
- *   --expect-adaptors host,gloo,...   adaptor of every rank */
+ *   --expect-adaptors host,gloo,...   adaptor of every rank
+ *   --expect-connect eager|lazy       when pairs connect (MIXCCL_CONNECT) */
 #ifndef MIXCCL_TEST_EXPECT_CHOICE_H_
 #define MIXCCL_TEST_EXPECT_CHOICE_H_
 
@@ -33,6 +34,7 @@ typedef struct {
   int nalgos;
   const char* domains;
   const char* adaptors;
+  const char* connect;
 } ChoiceExpectations;
 
 /* "allreduce:8:rd" -> key "algo.allreduce.8" and name "rd"; 0 if malformed. */
@@ -43,7 +45,9 @@ static inline int expectAlgoParts(const char* spec, char* key, size_t keyLen, ch
   if (!c1 || !c2 || c2 == c1 + 1 || !c2[1]) return 0;
   size_t collLen = (size_t)(c1 - spec);
   if (!((collLen == 9 && !strncmp(spec, "allreduce", 9)) ||
-        (collLen == 9 && !strncmp(spec, "allgather", 9))))
+        (collLen == 9 && !strncmp(spec, "allgather", 9)) ||
+        (collLen == 9 && !strncmp(spec, "broadcast", 9)) ||
+        (collLen == 6 && !strncmp(spec, "reduce", 6))))
     return 0;
   for (const char* d = c1 + 1; d < c2; ++d)
     if (*d < '0' || *d > '9') return 0;
@@ -60,7 +64,7 @@ static inline int parseExpectOption(ChoiceExpectations* e, int argc, char** argv
   const char* what = opt + 9;
   if (strcmp(what, "transport") && strcmp(what, "transport-local") &&
       strcmp(what, "transport-remote") && strcmp(what, "transport-detail") && strcmp(what, "algo") && strcmp(what, "domains") &&
-      strcmp(what, "adaptors"))
+      strcmp(what, "adaptors") && strcmp(what, "connect"))
     return 0;
   if (*a + 1 >= argc || !argv[*a + 1][0]) {
     fprintf(stderr, "%s needs a value\n", opt);
@@ -79,13 +83,15 @@ static inline int parseExpectOption(ChoiceExpectations* e, int argc, char** argv
     char key[64], name[32];
     if (!expectAlgoParts(v, key, sizeof(key), name, sizeof(name)) ||
         e->nalgos == EXPECT_CHOICE_MAX_ALGOS) {
-      fprintf(stderr, "--expect-algo %s: expected allreduce|allgather:BYTES:NAME (at most %d)\n",
+      fprintf(stderr, "--expect-algo %s: expected allreduce|allgather|broadcast|reduce:BYTES:NAME (at most %d)\n",
               v, EXPECT_CHOICE_MAX_ALGOS);
       return -1;
     }
     e->algos[e->nalgos++] = v;
   } else if (!strcmp(what, "domains")) {
     e->domains = v;
+  } else if (!strcmp(what, "connect")) {
+    e->connect = v;
   } else {
     e->adaptors = v;
   }
@@ -141,6 +147,7 @@ static inline int countUnmetChoices(mixcclComm_t comm, int rank, int nranks,
     unmet += expectInspected(comm, rank, key, name);
   }
   if (e->domains) unmet += expectInspected(comm, rank, "domains", e->domains);
+  if (e->connect) unmet += expectInspected(comm, rank, "connect", e->connect);
   if (e->adaptors) {
     for (int p = 0; p < nranks; ++p) {
       char want[64] = "";
