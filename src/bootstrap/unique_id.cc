@@ -51,6 +51,14 @@ Result createRootedUniqueId(UniqueIdData* data) {
   return mixcclSuccess;
 }
 
+Result createRootlessUniqueId(UniqueIdData* data) {
+  memset(data, 0, sizeof(*data));
+  data->magic = kIdMagic;
+  data->version = kIdVersion;
+  MIXCCL_CHECK(randomBytes(&data->secret, sizeof(data->secret)));
+  return randomBytes(&data->commHash, sizeof(data->commHash));
+}
+
 Result uniqueIdFromEnv(const std::string& commId, const std::string& secretHex,
                        UniqueIdData* data) {
   SocketAddress root;

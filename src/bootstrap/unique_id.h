@@ -27,6 +27,9 @@ Result decodeUniqueId(const mixcclUniqueId& id, UniqueIdData* data);
 
 // A fresh id with a rendezvous root started in this process (ignores MIXCCL_COMM_ID).
 Result createRootedUniqueId(UniqueIdData* data);
+// A fresh secret and communicator hash without a root: for a communicator whose ranks exchange
+// their peer info another way (mixcclCommSplit, over the parent's connections).
+Result createRootlessUniqueId(UniqueIdData* data);
 // The id every rank derives from MIXCCL_COMM_ID (and MIXCCL_COMM_SECRET).
 Result uniqueIdFromEnv(const std::string& commId, const std::string& secretHex,
                        UniqueIdData* data);

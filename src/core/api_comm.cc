@@ -66,17 +66,30 @@ Result splitComm(Comm* parent, int color, int key, Comm** out, const mixcclConfi
     if (std::get<1>(members[i]) == parent->rank) newRank = (int)i;
   const int leader = std::get<1>(members[0]);
 
-  // The new communicator's leader opens a fresh rendezvous and tells the others.
+  // The new communicator's leader makes its secret and hash and tells the others. A blocking
+  // split needs no rendezvous root: the members exchange their peer info over the parent's
+  // connections (a ring over the members, in their new order). A non-blocking one finishes on
+  // another thread while the caller may use the parent, so it rendezvous through a fresh root.
   UniqueIdData id{};
   if (parent->rank == leader) {
-    MIXCCL_CHECK(createRootedUniqueId(&id));
+    MIXCCL_CHECK(cfg.blocking ? createRootlessUniqueId(&id) : createRootedUniqueId(&id));
     for (size_t i = 1; i < members.size(); ++i) t.send(std::get<1>(members[i]), &id, sizeof(id));
   } else {
     t.recv(leader, &id, sizeof(id));
   }
   MIXCCL_CHECK(t.waitAll());
-  // Non-blocking (cfg.blocking = 0): *out is set and the result is mixcclInProgress.
-  return createComm(out, (int)members.size(), id, newRank, cfg, parent->device);
+  if (!cfg.blocking)
+    // *out is set and the result is mixcclInProgress.
+    return createComm(out, (int)members.size(), id, newRank, cfg, parent->device);
+  std::vector<int> parentRanks;
+  for (const auto& m : members) parentRanks.push_back(std::get<1>(m));
+  PeerExchange overParent = [&](const PeerInfo& mine, std::vector<PeerInfo>* all) {
+    Transfers among(*parent->proxy, deadline, parentRanks);
+    CollContext mc{newRank, (int)parentRanks.size(), among, parent->tuning.chunkBytes};
+    all->assign(parentRanks.size(), PeerInfo{});
+    return ringAllGather(mc, &mine, all->data(), sizeof(PeerInfo), mixcclUint8);
+  };
+  return createComm(out, (int)members.size(), id, newRank, cfg, parent->device, overParent);
 }
 
 }  // namespace

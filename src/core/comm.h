@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -110,8 +111,12 @@ using Comm = mixcclComm;
 // With config.blocking it returns once the communicator is ready (nothing stays registered on
 // failure). Without, *out is set at once, the work continues on comm->initThread, and the
 // result is mixcclInProgress (mixcclCommGetAsyncError reports the outcome).
+// exchangePeers, when given (blocking init only), replaces the rendezvous through the id's
+// root: it gets this rank's peer info and returns every rank's (mixcclCommSplit's exchange over
+// the parent's connections).
+using PeerExchange = std::function<Result(const PeerInfo& mine, std::vector<PeerInfo>* all)>;
 Result createComm(Comm** out, int nranks, const UniqueIdData& id, int rank,
-                  const CommConfig& config, int device);
+                  const CommConfig& config, int device, const PeerExchange& exchangePeers = nullptr);
 
 // mixcclSuccess if comm finished its initialisation successfully. Otherwise, like NCCL for a
 // communicator used before mixcclCommGetAsyncError said mixcclSuccess: mixcclInvalidArgument

@@ -208,7 +208,7 @@ Result chooseConnectMode(const Comm* comm, bool* lazy, std::string* why) {
 }
 
 // Rendezvous, connections, proxy: everything after the fields of comm are set.
-Result connectComm(Comm* comm, const UniqueIdData& id) {
+Result connectComm(Comm* comm, const UniqueIdData& id, const PeerExchange& exchangePeers) {
   const int rank = comm->rank, nranks = comm->nranks;
   const CommConfig& config = comm->config;
   setLogRank(rank);
@@ -235,7 +235,15 @@ Result connectComm(Comm* comm, const UniqueIdData& id) {
   snprintf(mine.adaptor, sizeof(mine.adaptor), "%s", comm->adaptor->name.c_str());
   mine.domainColor = domainColor;
   mine.device = comm->device;
-  MIXCCL_CHECK(rendezvous(id, rank, nranks, mine, deadline, &comm->peers));
+  if (exchangePeers) {
+    MIXCCL_CHECK(exchangePeers(mine, &comm->peers));
+    for (int r = 0; r < nranks; ++r)
+      if ((int)comm->peers.size() != nranks || comm->peers[r].rank != r)
+        return raiseError(mixcclInternalError, "rank %d: the peer exchange gave a wrong table "
+                          "(entry %d)", rank, r);
+  } else {
+    MIXCCL_CHECK(rendezvous(id, rank, nranks, mine, deadline, &comm->peers));
+  }
 
   // This host's sizes (algo/tuning.h), before the mesh: its socket buffers are set as it connects.
   int localRanks = 0;
@@ -317,7 +325,7 @@ Result connectComm(Comm* comm, const UniqueIdData& id) {
 }  // namespace
 
 Result createComm(Comm** out, int nranks, const UniqueIdData& id, int rank,
-                  const CommConfig& config, int device) {
+                  const CommConfig& config, int device, const PeerExchange& exchangePeers) {
   std::unique_ptr<Comm> comm(new Comm);
   comm->rank = rank;
   comm->nranks = nranks;
@@ -325,7 +333,7 @@ Result createComm(Comm** out, int nranks, const UniqueIdData& id, int rank,
   comm->config = config;
   comm->id = id;
   if (config.blocking) {
-    MIXCCL_CHECK(connectComm(comm.get(), id));
+    MIXCCL_CHECK(connectComm(comm.get(), id, exchangePeers));
     registerComm(comm.get());
     *out = comm.release();
     return mixcclSuccess;
@@ -336,7 +344,7 @@ Result createComm(Comm** out, int nranks, const UniqueIdData& id, int rank,
   // The thread needs no reference: Abort and Destroy join it before they drop the owner's.
   c->initThread = std::thread([c, id] {
     setThreadCancelFlag(&c->initCancel);
-    Result r = connectComm(c, id);
+    Result r = connectComm(c, id, nullptr);
     if (r != mixcclSuccess) {
       c->initError = threadLastError();
       c->setLastError(c->initError);
