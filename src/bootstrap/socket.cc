@@ -29,6 +29,8 @@ Result cancelError(const char* what) {
 
 void setThreadCancelFlag(const std::atomic<bool>* flag) { tlsCancel = flag; }
 
+const std::atomic<bool>* threadCancelFlag() { return tlsCancel; }
+
 bool threadCancelled() { return cancelled(); }
 
 void Socket::close() {

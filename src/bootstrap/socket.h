@@ -66,6 +66,8 @@ Result raiseTransferError(Result r, const std::string& why, const char* what, bo
 // (mixcclInvalidUsage) within ~100 ms once *flag becomes true: mixcclCommAbort/Destroy use it
 // to stop a communicator that is still initialising in the background. nullptr clears it.
 void setThreadCancelFlag(const std::atomic<bool>* flag);
+// The calling thread's cancel flag (nullptr: none), to restore after setting another.
+const std::atomic<bool>* threadCancelFlag();
 // Whether the calling thread's cancel flag is set (for waits of its own between the helpers).
 bool threadCancelled();
 

@@ -210,7 +210,13 @@ Result LazyConnector::connectPeer(int peer, Socket* control, std::unique_ptr<Con
     std::string why;
     Socket ctl;
     std::unique_ptr<Connection> made;
+    // mixcclCommAbort from another thread stops the connector: the dial (a stopped peer never
+    // answers its handshake) then gives up within ~100 ms instead of at the deadline. A
+    // background init's own cancel flag already covers it.
+    const std::atomic<bool>* outer = threadCancelFlag();
+    if (!outer) setThreadCancelFlag(&stopping_);
     Result r = dial(peer, deadline, &outcome, &ctl, &made, &why);
+    setThreadCancelFlag(outer);
     // The dial's own message (logged where it arose) names an address: say whose.
     const std::string error = r == mixcclSuccess ? "" : me() + ": connecting to " +
         params_.names[peer] + " on first use failed: " + threadLastError();
