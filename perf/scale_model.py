@@ -7,27 +7,34 @@
 Two designs: "full mesh" (MIXCCL_CONNECT=eager: every pair connected at init) and "lazy"
 (pairs on first use; ring, recursive doubling and binomial tree neighbours). Per rank and per
 job: connections, descriptors, shared memory per host, init time, and the time of an 8-byte and
-of a 1 GiB AllReduce. The inputs are parameters: --root-us-per-rank and --connect-ms come from
-perf/scale_bench runs on one host (--check fits them to such a run's output and prints model
-against measurement); alpha (one message's latency between hosts) and bw (a link's bandwidth)
-are assumptions about a cluster, not measured here.
+of a 1 GiB AllReduce. The inputs are parameters. The peer and descriptor counts are checked
+against perf/scale_bench runs (--check prints model against measurement); the times rest on
+assumptions about a cluster, not measured here: alpha (one message between hosts), bw (a
+link's bandwidth), the rendezvous root's time per rank and one pair's connection time (on the
+2-core machine of docs/scale.md every rank is oversubscribed, so its init times cannot give
+them).
 """
 import argparse
 import math
 
-BASE_FDS = 8          # a rank's descriptors without peers (std streams, epoll, eventfd, listener)
+# A rank's descriptors without peers (std streams, epolls, eventfds, listener, the report pipe):
+# fitted to scale_bench (fds = 9 + 2 x peers over sockets on one host, 8 to 256 ranks).
+BASE_FDS = 9
 PEER_INFO_BYTES = 128
 
 
-def peers_lazy(n):
-    """Distinct peers of a rank that runs ring, recursive doubling and binomial-tree collectives."""
+def peers_lazy(n, rooted=False):
+    """Distinct peers of a rank that runs ring and recursive-doubling AllReduces: the log2 n
+    partners and the ring neighbour that is not one of them. Binomial trees rooted at rank 0
+    reuse the recursive-doubling partners; rooted=True adds log2 n more for trees rooted
+    elsewhere (an upper bound)."""
     lg = math.ceil(math.log2(n)) if n > 1 else 0
-    return min(n - 1, 2 + lg + lg)
+    return min(n - 1, lg + 1 + (lg if rooted else 0))
 
 
 def model(n, args, lazy):
     r = args.ranks_per_host
-    peers = peers_lazy(n) if lazy else n - 1
+    peers = peers_lazy(n, args.rooted) if lazy else n - 1
     local = min(peers, r - 1)               # peers on this host (shared memory: no data socket)
     remote = peers - local
     fds = BASE_FDS + peers + 2 * remote      # one control each, two data sockets across hosts
@@ -69,11 +76,13 @@ def main():
     p.add_argument("--alpha-us", type=float, default=25.0, help="one message between hosts (assumed)")
     p.add_argument("--bw-gbs", type=float, default=12.5, help="link bandwidth, GB/s (assumed)")
     p.add_argument("--root-us-per-rank", type=float, default=40.0,
-                   help="the rendezvous root's time per rank (fitted from scale_bench)")
+                   help="the rendezvous root's time per rank (assumed)")
     p.add_argument("--connect-ms", type=float, default=1.0,
-                   help="one authenticated pair connection (fitted from scale_bench)")
+                   help="one authenticated pair connection (assumed)")
     p.add_argument("--ring-mib", type=float, default=1.0, help="shared-memory ring per direction")
     p.add_argument("--check", help="a perf/scale_bench.sh output to compare with")
+    p.add_argument("--rooted", action="store_true",
+                   help="lazy peers include Broadcast/Reduce trees at other roots (upper bound)")
     args = p.parse_args()
     if args.check:
         check(args.check, args)
