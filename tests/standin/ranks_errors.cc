@@ -1,0 +1,118 @@
+#include "ranks_errors.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "rank_harness.h"
+
+namespace ranks_test {
+namespace {
+
+long expectCall(int rank, const char* what, mixcclResult_t got, const char* message, mixcclResult_t want,
+                const std::string& wantMessage) {
+  const bool ok = got == want && (want == mixcclSuccess || wantMessage == message);
+  std::printf("rank %d: %s: %s (%d)%s%s\n", rank, what, mixcclGetErrorString(got), static_cast<int>(got),
+              got == mixcclSuccess ? "" : ": ", got == mixcclSuccess ? "" : message);
+  if (!ok)
+    std::fprintf(stderr, "rank %d: %s: expected %s (%d)%s%s\n", rank, what, mixcclGetErrorString(want),
+                 static_cast<int>(want), want == mixcclSuccess ? "" : " with message: ", wantMessage.c_str());
+  return ok ? 0 : 1;
+}
+
+// A small AllReduce whose result is checked: the communicator still works.
+long allReduceWorks(mixcclComm_t comm, RankBuffers& b, int rank, int nranks, const char* when) {
+  const size_t count = 1000;
+  std::vector<float> ones(count, 1.0f), got(count);
+  void* buf = b.alloc(count * sizeof(float));
+  b.write(buf, ones.data(), count * sizeof(float));
+  mixcclResult_t r = mixcclAllReduce(buf, buf, count, mixcclFloat32, mixcclSum, comm, b.stream());
+  b.read(got.data(), buf, count * sizeof(float));
+  b.release(buf);
+  const bool ok = r == mixcclSuccess && got == std::vector<float>(count, static_cast<float>(nranks));
+  if (!ok) std::fprintf(stderr, "rank %d: AllReduce %s: %s\n", rank, when, r ? mixcclGetLastError(comm) : "wrong result");
+  return ok ? 0 : 1;
+}
+
+long libraryErrors(mixcclComm_t comm, RankBuffers& b, int rank, int nranks) {
+  long failures = allReduceWorks(comm, b, rank, nranks, "before the injected failures");
+  void* buf = b.alloc(64 * sizeof(float));
+  mixcclResult_t r = mixcclAllReduce(buf, buf, 64, mixcclFloat32, mixcclSum, comm, b.stream());
+  failures += expectCall(rank, "AllReduce (ncclAllReduce fails)", r, mixcclGetLastError(comm), mixcclUnhandledDeviceError,
+                         "nccl adaptor: ncclAllReduce: unhandled CUDA error (stand-in NCCL) (NCCL 22809, code 1)");
+  r = mixcclBroadcast(buf, buf, 64, mixcclFloat32, 0, comm, b.stream());
+  failures += expectCall(rank, "Broadcast (ncclBroadcast fails)", r, mixcclGetLastError(comm), mixcclSystemError,
+                         "nccl adaptor: ncclBroadcast: system error (stand-in NCCL) (NCCL 22809, code 2)");
+  b.release(buf);
+  return failures + allReduceWorks(comm, b, rank, nranks, "after the injected failures");
+}
+
+long asyncError(mixcclComm_t comm, RankBuffers& b, int rank, int nranks) {
+  long failures = allReduceWorks(comm, b, rank, nranks, "before the stream fault");
+  const mixcclAdaptor_v2_t* t = b.adaptor();
+  void* buf = b.alloc(64 * sizeof(float));
+  mixcclResult_t r = mixcclAllReduce(buf, buf, 64, mixcclFloat32, mixcclSum, comm, b.stream());
+  failures += expectCall(rank, "AllReduce (its stream operation will fail)", r, mixcclGetLastError(comm), mixcclSuccess, "");
+  r = t->streamSynchronize(b.stream());
+  const std::string poisoned = "CUDA error 719: stream operation failed (stand-in runtime)";
+  failures += expectCall(rank, "streamSynchronize", r, t->lastError(), mixcclUnhandledDeviceError,
+                         "nccl adaptor: cudaStreamSynchronize: " + poisoned);
+  // Like a CUDA context after a fault, the runtime answers every later call with the error.
+  r = t->memFree(buf);
+  failures += expectCall(rank, "memFree after the fault", r, t->lastError(), mixcclUnhandledDeviceError,
+                         "nccl adaptor: cudaFree: " + poisoned);
+  return failures;
+}
+
+long runtimeErrors(mixcclComm_t comm, RankBuffers& b, int rank, int nranks) {
+  (void)nranks;
+  if (!b.device()) {
+    // The host ranks' AllReduce meets a device rank whose call failed.
+    std::vector<float> data(1000, 1.0f);
+    mixcclResult_t r = mixcclAllReduce(data.data(), data.data(), data.size(), mixcclFloat32, mixcclSum, comm, nullptr);
+    std::printf("rank %d: AllReduce beside the failed device rank: %s (%d): %s\n", rank, mixcclGetErrorString(r),
+                static_cast<int>(r), r ? mixcclGetLastError(comm) : "");
+    return 0;
+  }
+  const mixcclAdaptor_v2_t* t = b.adaptor();
+  void* p = nullptr;
+  mixcclResult_t r = t->memAlloc(&p, 1 << 20);
+  long failures = expectCall(rank, "memAlloc (cudaMalloc fails)", r, t->lastError(), mixcclUnhandledDeviceError,
+                             "nccl adaptor: cudaMalloc: CUDA error 2: out of memory (stand-in runtime)");
+  std::vector<float> ones(1000, 1.0f);
+  void* buf = b.alloc(ones.size() * sizeof(float));
+  b.write(buf, ones.data(), ones.size() * sizeof(float));
+  r = mixcclAllReduce(buf, buf, ones.size(), mixcclFloat32, mixcclSum, comm, b.stream());
+  failures += expectCall(rank, "AllReduce (its staging copy fails)", r, mixcclGetLastError(comm),
+                         mixcclUnhandledDeviceError,
+                         "nccl adaptor: cudaMemcpyAsync: CUDA error 1: invalid argument (stand-in runtime)");
+  b.release(buf);
+  return failures;
+}
+
+void runtimeFaultsOnRankZero(int rank) {
+  // Rank 0's 1st cudaMalloc fails, and its 2nd cudaMemcpyAsync (the first is the test's own
+  // write): AllReduce's device-to-host staging copy.
+  if (rank == 0) setenv("MIXCCL_STANDIN_CUDA_FAIL", "cudaMalloc=2@1,cudaMemcpyAsync=1@2", 1);
+}
+
+}  // namespace
+
+bool knownSuite(const std::string& s) {
+  return s == "matrix" || s == "order" || s == "errors-library" || s == "errors-async" || s == "errors-runtime";
+}
+
+void prepareErrorCase(const std::string& suite) {
+  if (suite == "errors-library") setenv("MIXCCL_STANDIN_NCCL_FAIL", "ncclAllReduce=1@2,ncclBroadcast=2@1", 1);
+  if (suite == "errors-async") setenv("MIXCCL_STANDIN_CUDA_ASYNC_FAIL", "nccl=719@2", 1);
+  if (suite == "errors-runtime") gHarnessRankSetup = runtimeFaultsOnRankZero;
+}
+
+long runErrorCase(const std::string& suite, mixcclComm_t comm, RankBuffers& b, int rank, int nranks) {
+  if (suite == "errors-library") return libraryErrors(comm, b, rank, nranks);
+  if (suite == "errors-async") return asyncError(comm, b, rank, nranks);
+  return runtimeErrors(comm, b, rank, nranks);
+}
+
+}  // namespace ranks_test
