@@ -1,6 +1,7 @@
 #include "algo/native_pairwise.h"
 
 #include "algo/reduce.h"
+#include "base/error.h"
 
 namespace mixccl {
 namespace {
@@ -28,14 +29,53 @@ char* at(void* buf, int block, size_t blockBytes) {
 
 }  // namespace
 
+NativeScratch::~NativeScratch() {
+  if (buf_) table_.memFree(buf_);  // the runtime's free waits for the device to finish with it
+  if (event_) table_.eventDestroy(event_);
+}
+
+Result NativeScratch::acquire(size_t bytes, void* stream, void** buf) {
+  const AdaptorTable& t = table_;
+  if (!event_) MIXCCL_CHECK(checkNative(t, "eventCreate", t.eventCreate(&event_)));
+  if (bytes > bytes_) {
+    if (buf_) MIXCCL_CHECK(checkNative(t, "memFree", t.memFree(buf_)));
+    buf_ = nullptr;
+    bytes_ = 0;
+    MIXCCL_CHECK(checkNative(t, "memAlloc", t.memAlloc(&buf_, bytes)));
+    bytes_ = bytes;
+  }
+  // The previous call may have used it on another stream; an event never recorded is complete.
+  MIXCCL_CHECK(checkNative(t, "streamWaitEvent", t.streamWaitEvent(stream, event_)));
+  *buf = buf_;
+  return mixcclSuccess;
+}
+
+Result NativeScratch::release(void* stream) {
+  return checkNative(table_, "eventRecord", table_.eventRecord(event_, stream));
+}
+
 Result nativePairwiseAlltoAll(const NativeComm& nc, const void* sendbuf, void* recvbuf,
                               size_t count, mixcclDataType_t type) {
   const size_t blk = count * dataTypeSize(type);
   const AdaptorTable& t = nc.table;
-  return inOneGroup(nc, [&](int p) {
+  const bool inPlace = sendbuf == recvbuf && blk > 0;
+  if (inPlace) {
+    if (!nc.scratch) return raiseError(mixcclInternalError, "AlltoAll in place: no scratch buffer");
+    void* copy = nullptr;
+    MIXCCL_CHECK(nc.scratch->acquire(blk * nc.nranks, nc.stream, &copy));
+    MIXCCL_CHECK(checkNative(t, "memcpyAsync", t.memcpyAsync(copy, sendbuf, blk * nc.nranks,
+                                                              mixcclCopyDeviceToDevice, nc.stream)));
+    sendbuf = copy;
+  }
+  Result r = inOneGroup(nc, [&](int p) {
     mixcclResult_t r = t.send(at(sendbuf, p, blk), count, type, p, nc.comm, nc.stream);
     return r != mixcclSuccess ? r : t.recv(at(recvbuf, p, blk), count, type, p, nc.comm, nc.stream);
   });
+  if (inPlace) {
+    Result released = nc.scratch->release(nc.stream);
+    if (r == mixcclSuccess) r = released;
+  }
+  return r;
 }
 
 Result nativeDirectGather(const NativeComm& nc, const void* sendbuf, void* recvbuf, size_t count,

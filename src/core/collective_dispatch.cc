@@ -24,7 +24,8 @@ namespace {
 Result runWithoutNativeEntry(Comm* comm, CollContext& c, const CollCall& call) {
   const AdaptorTable& t = comm->domainComm->table();
   if (t.memoryKind == MIXCCL_ADAPTOR_HOST_MEMORY) return runFlat(c, call);
-  const NativeComm nc{t, comm->domainComm->native(), comm->rank, comm->nranks, call.stream};
+  const NativeComm nc{t, comm->domainComm->native(), comm->rank, comm->nranks, call.stream,
+                      comm->domainComm->scratch()};
   if (t.hasPointToPoint()) {
     switch (call.kind) {
       case CollKind::AlltoAll:

@@ -74,6 +74,7 @@ Result DomainComm::init(mixcclComm* comm, int device) {
     return raiseError(r, "rank %d: %s adaptor: commInitRank (domain rank %d of %zu) failed: %s",
                       comm->rank, adaptor_.name.c_str(), index_, members_.size(), t.lastError());
   }
+  if (t.memoryKind == MIXCCL_ADAPTOR_DEVICE_MEMORY) scratch_.reset(new NativeScratch(t));
   return mixcclSuccess;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "algo/domain_coll.h"
+#include "algo/native_pairwise.h"
 #include "base/clock.h"
 #include "topology/domains.h"
 #include "base/result.h"
@@ -34,6 +35,8 @@ class DomainComm {
   void* native() const { return native_; }
   const std::vector<int>& members() const { return members_; }
   int index() const { return index_; }
+  // Device memory the native paths borrow (native_pairwise.h); nullptr on host memory.
+  NativeScratch* scratch() const { return scratch_.get(); }
 
  private:
   friend struct DomainServices;
@@ -48,6 +51,7 @@ class DomainComm {
   mixcclComm* comm_ = nullptr;
   mixcclAdaptorServices_t services_{};
   Deadline initDeadline_{Clock::now()};
+  std::unique_ptr<NativeScratch> scratch_;
 };
 
 // Resolves and loads the rank's adaptor (config, else detection) and its domain color
