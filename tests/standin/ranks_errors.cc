@@ -5,7 +5,7 @@
 #include <cstring>
 #include <vector>
 
-#include "rank_harness.h"
+#include <cstdlib>
 
 namespace ranks_test {
 namespace {
@@ -40,10 +40,10 @@ long libraryErrors(mixcclComm_t comm, RankBuffers& b, int rank, int nranks) {
   void* buf = b.alloc(64 * sizeof(float));
   mixcclResult_t r = mixcclAllReduce(buf, buf, 64, mixcclFloat32, mixcclSum, comm, b.stream());
   failures += expectCall(rank, "AllReduce (ncclAllReduce fails)", r, mixcclGetLastError(comm), mixcclUnhandledDeviceError,
-                         "nccl adaptor: ncclAllReduce: unhandled CUDA error (stand-in NCCL) (NCCL 22809, code 1)");
+                         "nccl adaptor: native AllReduce failed: nccl adaptor: ncclAllReduce: unhandled CUDA error (stand-in NCCL) (NCCL 22809, code 1)");
   r = mixcclBroadcast(buf, buf, 64, mixcclFloat32, 0, comm, b.stream());
   failures += expectCall(rank, "Broadcast (ncclBroadcast fails)", r, mixcclGetLastError(comm), mixcclSystemError,
-                         "nccl adaptor: ncclBroadcast: system error (stand-in NCCL) (NCCL 22809, code 2)");
+                         "nccl adaptor: native Broadcast failed: nccl adaptor: ncclBroadcast: system error (stand-in NCCL) (NCCL 22809, code 2)");
   b.release(buf);
   return failures + allReduceWorks(comm, b, rank, nranks, "after the injected failures");
 }
@@ -68,12 +68,19 @@ long asyncError(mixcclComm_t comm, RankBuffers& b, int rank, int nranks) {
 long runtimeErrors(mixcclComm_t comm, RankBuffers& b, int rank, int nranks) {
   (void)nranks;
   if (!b.device()) {
-    // The host ranks' AllReduce meets a device rank whose call failed.
+    // The host ranks' AllReduce meets a device rank whose call failed: they learn it at once
+    // from the failure notice, before or during their call (the message then starts with "the
+    // communicator has failed earlier"; host names and pids vary, the rest is checked).
     std::vector<float> data(1000, 1.0f);
     mixcclResult_t r = mixcclAllReduce(data.data(), data.data(), data.size(), mixcclFloat32, mixcclSum, comm, nullptr);
+    const std::string message = r ? mixcclGetLastError(comm) : "";
+    const std::string head = "rank " + std::to_string(rank) + ": rank 0 (";
+    const bool ok = r == mixcclRemoteError && message.find(head) != std::string::npos &&
+                    message.find(") failed (reported by rank ") != std::string::npos;
     std::printf("rank %d: AllReduce beside the failed device rank: %s (%d): %s\n", rank, mixcclGetErrorString(r),
-                static_cast<int>(r), r ? mixcclGetLastError(comm) : "");
-    return 0;
+                static_cast<int>(r), message.c_str());
+    if (!ok) std::fprintf(stderr, "rank %d: expected mixcclRemoteError naming rank 0\n", rank);
+    return ok ? 0 : 1;
   }
   const mixcclAdaptor_v2_t* t = b.adaptor();
   void* p = nullptr;
@@ -84,9 +91,16 @@ long runtimeErrors(mixcclComm_t comm, RankBuffers& b, int rank, int nranks) {
   void* buf = b.alloc(ones.size() * sizeof(float));
   b.write(buf, ones.data(), ones.size() * sizeof(float));
   r = mixcclAllReduce(buf, buf, ones.size(), mixcclFloat32, mixcclSum, comm, b.stream());
+  const std::string why = "nccl adaptor: native memcpy before the job failed: nccl adaptor: cudaMemcpyAsync: "
+                          "CUDA error 1: invalid argument (stand-in runtime)";
   failures += expectCall(rank, "AllReduce (its staging copy fails)", r, mixcclGetLastError(comm),
-                         mixcclUnhandledDeviceError,
-                         "nccl adaptor: cudaMemcpyAsync: CUDA error 1: invalid argument (stand-in runtime)");
+                         mixcclUnhandledDeviceError, why);
+  // Its peers were already inside the collective: the communicator has failed, as NCCL's
+  // asynchronous errors fail it.
+  mixcclResult_t async = mixcclSuccess;
+  r = mixcclCommGetAsyncError(comm, &async);
+  failures += expectCall(rank, "mixcclCommGetAsyncError", async, mixcclGetLastError(comm), mixcclUnhandledDeviceError,
+                         why);
   b.release(buf);
   return failures;
 }
@@ -103,10 +117,10 @@ bool knownSuite(const std::string& s) {
   return s == "matrix" || s == "order" || s == "errors-library" || s == "errors-async" || s == "errors-runtime";
 }
 
-void prepareErrorCase(const std::string& suite) {
+RankSetup prepareErrorCase(const std::string& suite) {
   if (suite == "errors-library") setenv("MIXCCL_STANDIN_NCCL_FAIL", "ncclAllReduce=1@2,ncclBroadcast=2@1", 1);
   if (suite == "errors-async") setenv("MIXCCL_STANDIN_CUDA_ASYNC_FAIL", "nccl=719@2", 1);
-  if (suite == "errors-runtime") gHarnessRankSetup = runtimeFaultsOnRankZero;
+  return suite == "errors-runtime" ? runtimeFaultsOnRankZero : nullptr;
 }
 
 long runErrorCase(const std::string& suite, mixcclComm_t comm, RankBuffers& b, int rank, int nranks) {

@@ -18,8 +18,10 @@
 namespace ranks_test {
 
 bool knownSuite(const std::string& suite);
-// Sets the fault plan of an error case before the ranks start (no-op for other suites).
-void prepareErrorCase(const std::string& suite);
+// Sets the fault plan of an error case before the ranks start (no-op for other suites); returns
+// the function each rank's process runs before it joins (the rank harness's setup), or NULL.
+using RankSetup = void (*)(int rank);
+RankSetup prepareErrorCase(const std::string& suite);
 long runErrorCase(const std::string& suite, mixcclComm_t comm, RankBuffers& buffers, int rank, int nranks);
 
 }  // namespace ranks_test

@@ -102,7 +102,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%d ranks: the inputs tell 1 to 8 ranks apart\n", nranks);
     return 2;
   }
-  ranks_test::prepareErrorCase(opt.suite);
+  gHarnessRankSetup = ranks_test::prepareErrorCase(opt.suite);
   const double start = harnessNow();
   const int rc = runRanks(nranks, rankMain, &opt, 240);
   std::printf("nccl ranks %s %s (%s): %s in %.1f s\n", opt.suite.c_str(), argv[2], opt.quick ? "quick" : "full",

@@ -13,7 +13,8 @@ bool isFp8(mixcclDataType_t t) { return t == mixcclFloat8e4m3 || t == mixcclFloa
 
 // A rank's input to a reduction. Partial results stay exact in every datatype whatever the
 // order of the additions: fp8 sums stay <= 8, products <= 2, Avg's float sums are multiples
-// of nranks (so the quotient is exact) and integer Avg truncates like the library's.
+// of nranks that the type holds (so the quotient is exact) and integer Avg truncates like the
+// library's.
 double reductionInput(int op, mixcclDataType_t t, int rank, int nranks, size_t i) {
   switch (op) {
     case mixcclSum: return isFp8(t) ? (rank + i) % 2 : (3 * rank + i) % 11;
@@ -24,6 +25,8 @@ double reductionInput(int op, mixcclDataType_t t, int rank, int nranks, size_t i
       return isSignedType(t) ? v - 5 : v;
     }
     default:  // mixcclAvg
+      // fp8 holds few multiples of nranks: one rank per element gives nranks or 2 nranks.
+      if (isFp8(t)) return (rank + i) % nranks == 0 ? static_cast<double>(nranks * (1 + i % 2)) : 0;
       return isFloatType(t) ? static_cast<double>(nranks * ((rank + i) % 2)) : (3 * rank + i) % 11;
   }
 }
