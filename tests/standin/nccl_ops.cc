@@ -1,6 +1,8 @@
 // The stand-in NCCL-API library's collectives and point-to-point transfers, executed by each
 // rank on its stream's worker over the communicator's shared segment.
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "nccl_comm.h"
@@ -147,6 +149,18 @@ ncclResult_t runPointToPoint(Segment& s, const std::vector<Op>& ops, std::string
   }
 }
 
+// MIXCCL_STANDIN_NCCL_CORRUPT=<collective> (e.g. ncclAllReduce): the first byte of each of its
+// results is flipped, so a test can show that its checks see a library's wrong answer.
+void corruptIfAsked(const std::vector<Op>& ops, int rank) {
+  static const char* target = std::getenv("MIXCCL_STANDIN_NCCL_CORRUPT");
+  if (target == nullptr) return;
+  for (const Op& op : ops) {
+    const bool writes = op.kind != OpKind::Send && (op.kind != OpKind::Reduce || op.root == rank);
+    if (writes && op.count > 0 && op.recv != nullptr && std::strcmp(target, opKindName(op.kind)) == 0)
+      op.recv[0] = static_cast<char>(op.recv[0] ^ 0x11);
+  }
+}
+
 }  // namespace
 
 const char* opKindName(OpKind k) {
@@ -200,6 +214,7 @@ void runTask(Task* task, bool skipped) {
       }
     }
     if (r == ncclSuccess && !p2p.empty()) r = runPointToPoint(*c.segment, p2p, &why);
+    if (r == ncclSuccess) corruptIfAsked(task->ops, c.rank);
     if (r != ncclSuccess) {
       c.recordAsyncError(r, why);
       std::fprintf(stderr, "stand-in NCCL: rank %d: %s\n", c.rank, why.c_str());
