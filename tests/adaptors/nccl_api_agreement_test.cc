@@ -84,6 +84,7 @@ TEST(NcclApiAgreement, LibraryFunctions) {
 #define MIXCCL_CHECK_LIBRARY(f) \
   EXPECT_EQ(shape<fallback::f##_fn>(), shape<real::f##_fn>()) << #f;
   MIXCCL_NCCL_LIBRARY_FUNCTIONS(MIXCCL_CHECK_LIBRARY)
+  MIXCCL_NCCL_OPTIONAL_LIBRARY_FUNCTIONS(MIXCCL_CHECK_LIBRARY)
 #undef MIXCCL_CHECK_LIBRARY
 }
 

@@ -1,5 +1,7 @@
 #include "ranks_errors.h"
 
+#include <nccl.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -9,6 +11,10 @@
 
 namespace ranks_test {
 namespace {
+
+// The stand-in reports the NCCL version of the header it was built against.
+const std::string kVersion = std::to_string(NCCL_VERSION_CODE);
+const std::string kLibraryFaults = "MIXCCL_STANDIN_NCCL_FAIL=ncclAllReduce=1@2,ncclBroadcast=2@1";
 
 long expectCall(int rank, const char* what, mixcclResult_t got, const char* message, mixcclResult_t want,
                 const std::string& wantMessage) {
@@ -40,10 +46,12 @@ long libraryErrors(mixcclComm_t comm, RankBuffers& b, int rank, int nranks) {
   void* buf = b.alloc(64 * sizeof(float));
   mixcclResult_t r = mixcclAllReduce(buf, buf, 64, mixcclFloat32, mixcclSum, comm, b.stream());
   failures += expectCall(rank, "AllReduce (ncclAllReduce fails)", r, mixcclGetLastError(comm), mixcclUnhandledDeviceError,
-                         "nccl adaptor: native AllReduce failed: nccl adaptor: ncclAllReduce: unhandled CUDA error (stand-in NCCL) (NCCL 22809, code 1)");
+                         "nccl adaptor: native AllReduce failed: nccl adaptor: ncclAllReduce: unhandled CUDA error (stand-in NCCL) "
+                         "(NCCL " + kVersion + ", code 1; last error: ncclAllReduce: failure injected by " + kLibraryFaults + ")");
   r = mixcclBroadcast(buf, buf, 64, mixcclFloat32, 0, comm, b.stream());
   failures += expectCall(rank, "Broadcast (ncclBroadcast fails)", r, mixcclGetLastError(comm), mixcclSystemError,
-                         "nccl adaptor: native Broadcast failed: nccl adaptor: ncclBroadcast: system error (stand-in NCCL) (NCCL 22809, code 2)");
+                         "nccl adaptor: native Broadcast failed: nccl adaptor: ncclBroadcast: system error (stand-in NCCL) "
+                         "(NCCL " + kVersion + ", code 2; last error: ncclBroadcast: failure injected by " + kLibraryFaults + ")");
   b.release(buf);
   return failures + allReduceWorks(comm, b, rank, nranks, "after the injected failures");
 }
@@ -118,7 +126,7 @@ bool knownSuite(const std::string& s) {
 }
 
 RankSetup prepareErrorCase(const std::string& suite) {
-  if (suite == "errors-library") setenv("MIXCCL_STANDIN_NCCL_FAIL", "ncclAllReduce=1@2,ncclBroadcast=2@1", 1);
+  if (suite == "errors-library") putenv(const_cast<char*>(kLibraryFaults.c_str()));
   if (suite == "errors-async") setenv("MIXCCL_STANDIN_CUDA_ASYNC_FAIL", "nccl=719@2", 1);
   return suite == "errors-runtime" ? runtimeFaultsOnRankZero : nullptr;
 }

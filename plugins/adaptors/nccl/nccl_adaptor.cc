@@ -81,6 +81,11 @@ mixcclResult_t nccl(ncclResult_t r, const char* what) {
   const int code = static_cast<int>(r);
   mixcclResult_t result = (code > 0 && code < mixcclNumResults) ? static_cast<mixcclResult_t>(code)
                                                                 : mixcclInternalError;
+  // The library's own detail where it has ncclGetLastError (its comm argument is unused).
+  const char* detail = api.ncclGetLastError ? api.ncclGetLastError(nullptr) : nullptr;
+  if (detail != nullptr && *detail != '\0')
+    return setError(result, kPrefix, "%s: %s (NCCL %d, code %d; last error: %s)", what,
+                    api.ncclGetErrorString(r), ncclVersion, code, detail);
   return setError(result, kPrefix, "%s: %s (NCCL %d, code %d)", what, api.ncclGetErrorString(r),
                   ncclVersion, code);
 }

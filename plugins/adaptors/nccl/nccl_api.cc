@@ -57,6 +57,10 @@ std::string loadApi(Api* api) {
   MIXCCL_NCCL_LIBRARY_FUNCTIONS(MIXCCL_NCCL_BIND_LIBRARY)
 #undef MIXCCL_NCCL_BIND_LIBRARY
   if (!missing.empty()) return api->ncclFile + ": missing " + missing;
+  std::string absent;  // optional: left nullptr
+#define MIXCCL_NCCL_BIND_OPTIONAL(f) bind(nccl, #f, &api->f, &absent);
+  MIXCCL_NCCL_OPTIONAL_LIBRARY_FUNCTIONS(MIXCCL_NCCL_BIND_OPTIONAL)
+#undef MIXCCL_NCCL_BIND_OPTIONAL
   return "";
 }
 

@@ -29,6 +29,7 @@ struct Api {
 #undef MIXCCL_NCCL_RUNTIME_MEMBER
 #define MIXCCL_NCCL_LIBRARY_MEMBER(f) decl::f##_fn f = nullptr;
   MIXCCL_NCCL_LIBRARY_FUNCTIONS(MIXCCL_NCCL_LIBRARY_MEMBER)
+  MIXCCL_NCCL_OPTIONAL_LIBRARY_FUNCTIONS(MIXCCL_NCCL_LIBRARY_MEMBER)  // nullptr where absent
 #undef MIXCCL_NCCL_LIBRARY_MEMBER
   std::string runtimeFile;    // the runtime library opened (a path where the loader knows it)
   std::string runtimePrefix;  // "cuda" or "hip": the runtime's function names

@@ -85,12 +85,14 @@ ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int
 ncclResult_t ncclGroupStart();
 ncclResult_t ncclGroupEnd();
 const char* ncclGetErrorString(ncclResult_t result);
+const char* ncclGetLastError(ncclComm_t comm);
 
 #define MIXCCL_NCCL_FALLBACK_RUNTIME_TYPE(s) using cuda##s##_fn = decltype(&cuda##s);
 MIXCCL_NCCL_RUNTIME_FUNCTIONS(MIXCCL_NCCL_FALLBACK_RUNTIME_TYPE)
 #undef MIXCCL_NCCL_FALLBACK_RUNTIME_TYPE
 #define MIXCCL_NCCL_FALLBACK_LIBRARY_TYPE(f) using f##_fn = decltype(&f);
 MIXCCL_NCCL_LIBRARY_FUNCTIONS(MIXCCL_NCCL_FALLBACK_LIBRARY_TYPE)
+MIXCCL_NCCL_OPTIONAL_LIBRARY_FUNCTIONS(MIXCCL_NCCL_FALLBACK_LIBRARY_TYPE)
 #undef MIXCCL_NCCL_FALLBACK_LIBRARY_TYPE
 
 }  // namespace mixccl_nccl::fallback

@@ -18,3 +18,7 @@
   X(ncclCommAbort) X(ncclAllReduce) X(ncclAllGather) X(ncclReduceScatter) X(ncclBroadcast) \
   X(ncclReduce) X(ncclSend) X(ncclRecv) X(ncclGroupStart) X(ncclGroupEnd)                \
   X(ncclGetErrorString)
+
+// Bound where the library has them, never required: ncclGetLastError (NCCL 2.13 and later)
+// gives the detail behind a result code, which the adaptor adds to its messages.
+#define MIXCCL_NCCL_OPTIONAL_LIBRARY_FUNCTIONS(X) X(ncclGetLastError)
