@@ -138,7 +138,7 @@ step_build() {
     -DCMAKE_PREFIX_PATH="$CARRY/usr" -DGTest_DIR="$CARRY/usr/lib/x86_64-linux-gnu/cmake/GTest" ||
     { echo "FAIL: configure"; exit 1; }
   ninja -C "$BUILD" -j16 mixccl mixccl-adaptor-nccl adaptor_nccl_tests adaptor_nccl_library_tests \
-    mixccl_nccl nccl_all_reduce_perf all_reduce_perf sendrecv_perf ucx_roof_perf mixcclrun ||
+    nccl_ranks_test mixccl_nccl nccl_all_reduce_perf all_reduce_perf sendrecv_perf ucx_roof_perf mixcclrun ||
     { echo "FAIL: build"; exit 1; }
   echo "KEY: built in $BUILD"
 }
@@ -147,12 +147,24 @@ step_adaptor() {
   carry_env
   export MIXCCL_PLUGIN_PATH=$BUILD/src MIXCCL_NCCL_LIBRARY
   MIXCCL_NCCL_LIBRARY=$(nccl_wheel_dir)/lib/libnccl.so.2
-  local t=$BUILD/tests/adaptors
+  local t=$BUILD/tests/adaptors ranks=$BUILD/tests/standin/nccl_ranks_test job out n checks=
   # One rank: NCCL refuses two ranks on one GPU.
   "$t/adaptor_nccl_tests" --gtest_filter='-*WithoutGpu*' || { echo "FAIL: adaptor_nccl_tests"; exit 1; }
   LD_LIBRARY_PATH=$t/fake_vendor:$LD_LIBRARY_PATH "$t/adaptor_nccl_library_tests" ||
     { echo "FAIL: adaptor_nccl_library_tests"; exit 1; }
-  echo "KEY: NcclAdaptor.* on the GPU and NcclAdaptorLibraries.* passed"
+  # The stand-in's multi-rank program on NVIDIA's libraries (docs/gpu.md): every collective,
+  # datatype and op on device memory, bit-exact, through NCCL itself (one rank) and staged
+  # across domains (one GPU rank beside CPU ranks; gloo is not built here), then stream order.
+  for job in "1 nccl matrix" "4 nccl,host,host,host matrix" "8 nccl,host,host,host,host,host,host,host matrix --quick" \
+             "4 nccl,host,host,host order"; do
+    # shellcheck disable=SC2086
+    out=$("$ranks" $job 2>&1); rc=$?
+    echo "$out"
+    [ "$rc" = 0 ] || { echo "FAIL: nccl_ranks_test $job"; exit 1; }
+    n=$(echo "$out" | sed -n 's/^rank 0 (nccl): \([0-9]*\) checks.*/\1/p')
+    [ -z "$n" ] || checks="$checks $n"
+  done
+  echo "KEY: NcclAdaptor.* on the GPU, NcclAdaptorLibraries.*, nccl_ranks_test (GPU rank checks:$checks; stream order) passed"
 }
 
 # The NCCL-API benchmark (compat/nccl/perf/nccl_all_reduce_perf.c, -M device: cudaMalloc'd
