@@ -2,7 +2,7 @@
  * functions the adaptor binds, under CUDA's names or HIP's (FAKE_PREFIX), each answering
  * enough to show which library the adaptor called. FAKE_DROP_HOST_FUNC leaves
  * <prefix>LaunchHostFunc out, to test the missing-symbol message. Not a runtime: there is no
- * device memory; the stand-in runtime that runs collectives is separate work (docs/gpu.md). */
+ * device memory; the stand-in runtime that runs collectives is tests/standin (docs/adaptors.md). */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
 // shared-memory segment (nccl_segment.h) that the ranks' processes map, and every call is
 // checked as NCCL checks it, then executed on the given stream's worker in stream order
 // through the stand-in runtime (standin_bridge.h); device pointers are translated to the
-// runtime's shadow mappings. Test-only: docs/testing.md, "The stand-in GPU".
+// runtime's shadow mappings. Test-only: docs/adaptors.md, "The stand-in GPU".
 #include <nccl.h>
 #include <unistd.h>
 

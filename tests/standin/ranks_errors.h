@@ -1,5 +1,5 @@
 // Errors from the library and the runtime under the nccl adaptor, injected through the
-// stand-in's fault plans (docs/testing.md): each case checks the exact mixccl result and
+// stand-in's fault plans (docs/adaptors.md): each case checks the exact mixccl result and
 // message, and what is still usable afterwards.
 //   errors-library  every rank: the 2nd ncclAllReduce fails with ncclUnhandledCudaError, the
 //                   1st ncclBroadcast with ncclSystemError; the communicator stays usable.

@@ -1,7 +1,7 @@
 // The stand-in CUDA runtime's entry points, defined against the real cuda_runtime_api.h so
 // the compiler checks each signature. Every entry checks its arguments as CUDA does
 // (cudaErrorInvalidValue, cudaErrorInvalidResourceHandle, ...) and records failures for
-// cudaGetLastError. Test-only: docs/testing.md, "The stand-in GPU".
+// cudaGetLastError. Test-only: docs/adaptors.md, "The stand-in GPU".
 #include <cuda_runtime_api.h>
 
 #include <cerrno>
