@@ -47,11 +47,14 @@ bool AdaptorTable::supports(CollKind kind, mixcclDataType_t type, mixcclRedOp_t 
   return false;
 }
 
+std::string nativeFailureText(const AdaptorTable& t, const char* what) {
+  const char* why = t.lastError();
+  return std::string(t.name) + " adaptor: native " + what + " failed: " + (*why ? why : "(no message)");
+}
+
 Result checkNative(const AdaptorTable& t, const char* what, mixcclResult_t r) {
   if (r == mixcclSuccess) return mixcclSuccess;
-  const char* why = t.lastError();
-  return raiseError(r, "%s adaptor: native %s failed: %s", t.name, what,
-                    *why ? why : "(no message)");
+  return raiseError(r, "%s", nativeFailureText(t, what).c_str());
 }
 
 }  // namespace mixccl

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 #include "base/collective_kind.h"
 #include "base/result.h"
@@ -97,6 +98,9 @@ struct AdaptorTable {
 };
 
 // mixcclSuccess, or r raised as "<adaptor> adaptor: native <what> failed: <its lastError()>".
+// "<adaptor> adaptor: native <what> failed: <the adaptor's last error>", for a caller that
+// logs it another way (Health::fail).
+std::string nativeFailureText(const AdaptorTable& t, const char* what);
 Result checkNative(const AdaptorTable& t, const char* what, mixcclResult_t r);
 
 }  // namespace mixccl

@@ -31,6 +31,14 @@ struct StreamCopy {
   mixcclAdaptorCopyKind_t kind = mixcclCopyDeviceToHost;
 };
 
+// A stream step that failed fails the communicator (its peers are already inside the
+// collective). Logged once: by Health::fail, or here when the communicator had failed before.
+Result failStep(Comm* comm, const AdaptorTable& t, const char* step, mixcclResult_t r) {
+  const std::string why = nativeFailureText(t, step);
+  if (!comm->health.fail(r, why)) raiseError(r, "%s", why.c_str());
+  return r;
+}
+
 // Hands job to the executor and enqueues on the caller's stream: before, the hand-over, the
 // hold, after, the event; then returns (see staged_executor.h).
 Result enqueueJob(Comm* comm, const CollCall& call, std::shared_ptr<StagedJob> job,
@@ -51,9 +59,7 @@ Result enqueueJob(Comm* comm, const CollCall& call, std::shared_ptr<StagedJob> j
     std::lock_guard<std::mutex> lock(job->m);
     job->cancelled = job->ready = job->done = true;
     job->cv.notify_all();
-    Result e = checkNative(t, step, r);
-    comm->health.fail(e, threadLastError());
-    return e;
+    return failStep(comm, t, step, r);
   }
   r = t.launchHostFunc(s, &StagedExecutor::holdUntilDone, job.get());
   step = "launchHostFunc";
@@ -65,11 +71,7 @@ Result enqueueJob(Comm* comm, const CollCall& call, std::shared_ptr<StagedJob> j
     step = "eventRecord";
     r = t.eventRecord(job->event, s);
   }
-  if (r != mixcclSuccess) {
-    Result e = checkNative(t, step, r);
-    comm->health.fail(e, threadLastError());
-    return e;
-  }
+  if (r != mixcclSuccess) return failStep(comm, t, step, r);
   return mixcclSuccess;
 }
 
