@@ -334,7 +334,7 @@ STANDIN_EXPORT cudaError_t cudaPeekAtLastError(void) { return standin::peekLastE
 // ---- for the stand-in NCCL-API library (standin_bridge.h) ----
 STANDIN_EXPORT cudaError_t mixcclStandinStreamEnqueue(cudaStream_t stream,
                                                       void (*fn)(void* arg, int skipped), void* arg) {
-  if (cudaError_t e = standin::stickyError()) return e;
+  if (cudaError_t e = standin::usable()) return e;
   return standin::enqueueOp(stream, "nccl", [fn, arg](bool skipped) { fn(arg, skipped ? 1 : 0); });
 }
 STANDIN_EXPORT void* mixcclStandinHostView(const void* ptr, size_t bytes) {

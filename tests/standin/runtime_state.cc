@@ -1,5 +1,7 @@
 #include "runtime_state.h"
 
+#include <pthread.h>
+
 #include <atomic>
 #include <cstdio>
 #include <map>
@@ -14,6 +16,13 @@ thread_local cudaError_t tLastError = cudaSuccess;
 thread_local bool tInHostFunction = false;
 std::atomic<int> gSticky{0};
 
+// Stream threads do not survive fork: a child of a process whose runtime had started them
+// gets cudaErrorInitializationError from every call, as CUDA refuses a forked child.
+std::atomic<bool> gThreadsStarted{false};
+bool gForkedAfterStart = false;
+void noteFork() { gForkedAfterStart = gThreadsStarted.load(); }
+const int gAtFork = pthread_atfork(nullptr, nullptr, noteFork);
+
 // Never destroyed: detached stream workers use it until the process ends.
 struct Registry {
   std::mutex m;
@@ -22,7 +31,10 @@ struct Registry {
   std::map<cudaEvent_t, std::shared_ptr<EventState>> events;
 };
 Registry& registry() {
-  static Registry* r = new Registry;
+  static Registry* r = [] {
+    gThreadsStarted = true;
+    return new Registry;
+  }();
   return *r;
 }
 
@@ -55,8 +67,25 @@ cudaError_t takeLastError() {
 cudaError_t peekLastError() { return tLastError; }
 cudaError_t stickyError() { return static_cast<cudaError_t>(gSticky.load()); }
 
+cudaError_t usable() {
+  if (gForkedAfterStart) return cudaErrorInitializationError;
+  return stickyError();
+}
+
 cudaError_t enter(const char* name) {
-  if (tInHostFunction) return fail(cudaErrorNotPermitted);
+  if (gForkedAfterStart) {
+    static std::once_flag once;
+    std::call_once(once, [] {
+      std::fprintf(stderr, "stand-in runtime: used in a child forked after its parent started the runtime "
+                           "(CUDA refuses this too): cudaErrorInitializationError\n");
+    });
+    return fail(cudaErrorInitializationError);
+  }
+  if (tInHostFunction) {
+    std::fprintf(stderr, "stand-in runtime: %s called from a host function (CUDA forbids it): "
+                         "cudaErrorNotPermitted\n", name);
+    return fail(cudaErrorNotPermitted);
+  }
   if (cudaError_t e = stickyError()) return fail(e);
   if (int code = callFaults().check(name)) return fail(static_cast<cudaError_t>(code));
   return cudaSuccess;

@@ -26,6 +26,9 @@ cudaError_t takeLastError();  // and resets it to cudaSuccess, unless the error 
 cudaError_t peekLastError();
 cudaError_t stickyError();
 
+// cudaSuccess, or why the runtime cannot take work: the sticky error, or a forked child.
+cudaError_t usable();
+
 // Every entry starts here: refuses calls from a host function (CUDA forbids them there),
 // returns the sticky error, then the injected fault of `name`, else cudaSuccess.
 cudaError_t enter(const char* name);

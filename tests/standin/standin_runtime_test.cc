@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -175,4 +176,20 @@ TEST(StandinRuntime, AnAsynchronousFaultPoisonsTheRuntime) {
   EXPECT_EQ(cudaMalloc(&d, 16), cudaErrorIllegalAddress);
   EXPECT_EQ(cudaGetLastError(), cudaErrorIllegalAddress);
   EXPECT_EQ(cudaGetLastError(), cudaErrorIllegalAddress);
+}
+
+TEST(StandinRuntime, AChildForkedAfterTheRuntimeStartedIsRefused) {
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);  // the runtime's threads exist now
+  fflush(nullptr);
+  pid_t child = fork();
+  if (child == 0) {
+    void* d = nullptr;
+    _exit(cudaMalloc(&d, 16) == cudaErrorInitializationError ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  void* d = nullptr;
+  EXPECT_EQ(cudaMalloc(&d, 16), cudaSuccess);  // the parent is unaffected
 }
