@@ -112,6 +112,9 @@ ncclResult_t Segment::join(const std::string& name, int nranks, int rank, double
     uint32_t seen = L->attached.load();
     if (seen >= static_cast<uint32_t>(nranks)) break;
     if (ncclResult_t r = s->checkAlive(deadline, why)) {
+      // Nobody else may be coming to unlink the name: a rank that comes later makes a new
+      // segment, and times out alone too.
+      shm_unlink(name.c_str());
       if (r == ncclSystemError)
         *why = "only " + std::to_string(seen) + " of " + std::to_string(nranks) +
                " ranks joined within " + std::to_string(static_cast<int>(timeoutS)) + " s";

@@ -74,26 +74,36 @@ long asyncError(mixcclComm_t comm, RankBuffers& b, int rank, int nranks) {
 }
 
 long runtimeErrors(mixcclComm_t comm, RankBuffers& b, int rank, int nranks) {
-  (void)nranks;
   if (!b.device()) {
-    // The host ranks' AllReduce meets a device rank whose call failed: they learn it at once
-    // from the failure notice, before or during their call (the message then starts with "the
-    // communicator has failed earlier"; host names and pids vary, the rest is checked).
+    // A good AllReduce, then one that meets the device rank whose call failed. The host ranks
+    // learn of the failure from its notice or from its connection closing, whichever comes
+    // first, and may learn it while they still finish the good call (a failure ends every
+    // call of the communicator): mixcclRemoteError naming rank 0 either way (host names and
+    // pids vary).
     std::vector<float> data(1000, 1.0f);
     mixcclResult_t r = mixcclAllReduce(data.data(), data.data(), data.size(), mixcclFloat32, mixcclSum, comm, nullptr);
+    long failures = 0;
+    if (r == mixcclSuccess) {
+      if (data != std::vector<float>(data.size(), static_cast<float>(nranks))) ++failures;
+      r = mixcclAllReduce(data.data(), data.data(), data.size(), mixcclFloat32, mixcclSum, comm, nullptr);
+    }
     const std::string message = r ? mixcclGetLastError(comm) : "";
-    const std::string head = "rank " + std::to_string(rank) + ": rank 0 (";
-    const bool ok = r == mixcclRemoteError && message.find(head) != std::string::npos &&
-                    message.find(") failed (reported by rank ") != std::string::npos;
+    const std::string head = "rank " + std::to_string(rank) + ": ";
+    const size_t named = message.find("rank 0 (");
+    const bool ok = r == mixcclRemoteError && message.compare(0, head.size(), head) == 0 &&
+                    named != std::string::npos && message.find(") failed", named) != std::string::npos;
     std::printf("rank %d: AllReduce beside the failed device rank: %s (%d): %s\n", rank, mixcclGetErrorString(r),
                 static_cast<int>(r), message.c_str());
     if (!ok) std::fprintf(stderr, "rank %d: expected mixcclRemoteError naming rank 0\n", rank);
-    return ok ? 0 : 1;
+    return failures + (ok ? 0 : 1);
   }
+  // First a good AllReduce: every rank has finished joining before rank 0 fails (a failure
+  // notice that reached a rank still in mixcclCommInitRank would fail its init instead).
+  long failures = allReduceWorks(comm, b, rank, nranks, "before the injected failures");
   const mixcclAdaptor_v2_t* t = b.adaptor();
   void* p = nullptr;
   mixcclResult_t r = t->memAlloc(&p, 1 << 20);
-  long failures = expectCall(rank, "memAlloc (cudaMalloc fails)", r, t->lastError(), mixcclUnhandledDeviceError,
+  failures += expectCall(rank, "memAlloc (cudaMalloc fails)", r, t->lastError(), mixcclUnhandledDeviceError,
                              "nccl adaptor: cudaMalloc: CUDA error 2: out of memory (stand-in runtime)");
   std::vector<float> ones(1000, 1.0f);
   void* buf = b.alloc(ones.size() * sizeof(float));
@@ -114,9 +124,10 @@ long runtimeErrors(mixcclComm_t comm, RankBuffers& b, int rank, int nranks) {
 }
 
 void runtimeFaultsOnRankZero(int rank) {
-  // Rank 0's 1st cudaMalloc fails, and its 2nd cudaMemcpyAsync (the first is the test's own
-  // write): AllReduce's device-to-host staging copy.
-  if (rank == 0) setenv("MIXCCL_STANDIN_CUDA_FAIL", "cudaMalloc=2@1,cudaMemcpyAsync=1@2", 1);
+  // Rank 0's 2nd cudaMalloc fails (the 1st is the good AllReduce's buffer), and its 6th
+  // cudaMemcpyAsync: the good AllReduce makes 4 (the test's write, the staging copies out and
+  // back, the test's read), the next the test's write, then AllReduce's staging copy out.
+  if (rank == 0) setenv("MIXCCL_STANDIN_CUDA_FAIL", "cudaMalloc=2@2,cudaMemcpyAsync=1@6", 1);
 }
 
 }  // namespace
