@@ -4,6 +4,7 @@
 // checked as NCCL checks it, then executed on the given stream's worker in stream order
 // through the stand-in runtime (standin_bridge.h); device pointers are translated to the
 // runtime's shadow mappings. Test-only: docs/adaptors.md, "The stand-in GPU".
+#include <cuda_runtime_api.h>
 #include <nccl.h>
 #include <unistd.h>
 
@@ -292,6 +293,64 @@ STANDIN_EXPORT ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device)
   auto c = stateOf(comm);
   if (!c || device == nullptr) return fail(ncclInvalidArgument, "ncclCommCuDevice: bad argument");
   *device = c->device;
+  return ncclSuccess;
+}
+
+// Memory through the stand-in runtime (NCCL's come from the CUDA driver's allocator).
+STANDIN_EXPORT ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
+  if (ncclResult_t r = injected("ncclMemAlloc")) return r;
+  if (ptr == nullptr) return fail(ncclInvalidArgument, "ncclMemAlloc: ptr is NULL");
+  cudaError_t e = cudaMalloc(ptr, size);
+  return e == cudaSuccess ? ncclSuccess
+                          : fail(ncclUnhandledCudaError, "ncclMemAlloc: cudaMalloc: CUDA error " + std::to_string(e));
+}
+
+STANDIN_EXPORT ncclResult_t ncclMemFree(void* ptr) {
+  if (ncclResult_t r = injected("ncclMemFree")) return r;
+  cudaError_t e = cudaFree(ptr);
+  return e == cudaSuccess ? ncclSuccess
+                          : fail(ncclUnhandledCudaError, "ncclMemFree: cudaFree: CUDA error " + std::to_string(e));
+}
+
+// Registration checks the buffer (device memory of the stand-in runtime, of that size) and
+// hands out a handle that only ncclCommDeregister of the same communicator takes back; the
+// stand-in's collectives do not need it.
+namespace {
+struct Registration {
+  CommState* comm;
+  const void* buff;
+  size_t size;
+};
+std::mutex gRegistrationsMutex;
+std::set<Registration*>& registrations() {
+  static auto* s = new std::set<Registration*>;
+  return *s;
+}
+}  // namespace
+
+STANDIN_EXPORT ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) {
+  if (ncclResult_t r = injected("ncclCommRegister")) return r;
+  auto c = stateOf(comm);
+  if (!c) return fail(ncclInvalidArgument, "ncclCommRegister: not a live communicator");
+  if (handle == nullptr) return fail(ncclInvalidArgument, "ncclCommRegister: handle is NULL");
+  char* view = nullptr;
+  if (ncclResult_t r = standin::view("ncclCommRegister", "buff", buff, size, &view)) return r;
+  auto* reg = new Registration{c.get(), buff, size};
+  std::lock_guard<std::mutex> lock(gRegistrationsMutex);
+  registrations().insert(reg);
+  *handle = reg;
+  return ncclSuccess;
+}
+
+STANDIN_EXPORT ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
+  if (ncclResult_t r = injected("ncclCommDeregister")) return r;
+  auto c = stateOf(comm);
+  auto* reg = static_cast<Registration*>(handle);
+  std::lock_guard<std::mutex> lock(gRegistrationsMutex);
+  if (!c || !registrations().count(reg) || reg->comm != c.get())
+    return fail(ncclInvalidArgument, "ncclCommDeregister: not a handle ncclCommRegister gave this communicator");
+  registrations().erase(reg);
+  delete reg;
   return ncclSuccess;
 }
 

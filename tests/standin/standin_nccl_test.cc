@@ -182,3 +182,24 @@ TEST(StandinNccl, SmallFloatsRoundToNearestEven) {
     }
   }
 }
+
+TEST(StandinNccl, MemoryAndRegistration) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  ncclComm_t c = join(0, 1, id);
+  void* d = nullptr;
+  ASSERT_EQ(ncclMemAlloc(&d, 1024), ncclSuccess);
+  cudaPointerAttributes a{};
+  ASSERT_EQ(cudaPointerGetAttributes(&a, d), cudaSuccess);
+  EXPECT_EQ(a.type, cudaMemoryTypeDevice);
+  void* handle = nullptr;
+  ASSERT_EQ(ncclCommRegister(c, d, 1024, &handle), ncclSuccess);
+  float host[4];
+  void* bad = nullptr;
+  EXPECT_EQ(ncclCommRegister(c, host, sizeof host, &bad), ncclInvalidArgument);
+  EXPECT_EQ(ncclCommRegister(c, d, 1025, &bad), ncclInvalidArgument);
+  EXPECT_EQ(ncclCommDeregister(c, handle), ncclSuccess);
+  EXPECT_EQ(ncclCommDeregister(c, handle), ncclInvalidArgument);  // twice
+  EXPECT_EQ(ncclMemFree(d), ncclSuccess);
+  EXPECT_EQ(ncclCommDestroy(c), ncclSuccess);
+}
