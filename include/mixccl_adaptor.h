@@ -20,6 +20,8 @@
  *    (host memory), composes it from the library's send/recv (AlltoAll, Gather, Scatter on
  *    device memory), or refuses the call with an error that names the adaptor and the entry;
  *  - send, recv, groupStart, groupEnd: all or none.
+ *  - entries appended after the first version 2 table (commGetAsyncError): optional; mixccl
+ *    reads one only where the table's size covers it.
  *
  * Plugins built against version 1 (symbol "mixcclAdaptor_v1", every entry required,
  * collectives named by strings in supports()) still load: mixcclAdaptor_v1_t is kept below.
@@ -190,6 +192,13 @@ typedef struct mixcclAdaptor_v2 {
    * two ranks send to each other first). */
   mixcclResult_t (*groupStart)(void);
   mixcclResult_t (*groupEnd)(void);
+
+  /* ---- appended after the first version 2 table: NULL where a plugin's size ends earlier ---- */
+  /* The native library's asynchronous error of comm: work it accepted earlier that failed
+   * later (a peer that aborted or died, a network error), in *asyncError; mixcclSuccess while
+   * there is none. On an error, lastError() says what it was. Optional (only with the native
+   * library); mixccl asks it in mixcclCommGetAsyncError and fails the communicator with it. */
+  mixcclResult_t (*commGetAsyncError)(void* comm, mixcclResult_t* asyncError);
 } mixcclAdaptor_v2_t;
 
 /*

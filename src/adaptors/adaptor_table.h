@@ -49,6 +49,8 @@ struct AdaptorTable {
                                  const mixcclAdaptorServices_t* services) = nullptr;
   mixcclResult_t (*commDestroy)(void* comm) = nullptr;
   mixcclResult_t (*commAbort)(void* comm) = nullptr;
+  // Optional (version 2 tables that have it): the library's asynchronous error of comm.
+  mixcclResult_t (*commGetAsyncError)(void* comm, mixcclResult_t* asyncError) = nullptr;
 
   // ---- native collectives: NULL where the library has none ----
   mixcclResult_t (*allReduce)(const void* sendbuf, void* recvbuf, size_t count,

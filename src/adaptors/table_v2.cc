@@ -74,7 +74,7 @@ std::string adaptorTableFromV2(const mixcclAdaptor_v2_t* table, const std::strin
            "version " + std::to_string(MIXCCL_ADAPTOR_ABI_VERSION);
   // A plugin built against a later header has a larger table: the entries this mixccl knows
   // come first, the rest are ignored.
-  mixcclAdaptor_v2_t v;
+  mixcclAdaptor_v2_t v{};  // entries past a smaller table's size stay NULL
   std::memcpy(&v, table, std::min(table->size, sizeof v));
   std::string problem = checkTableHeader(v.abiVersion, MIXCCL_ADAPTOR_ABI_VERSION, v.name,
                                          v.memoryKind, expectedName);
@@ -86,6 +86,7 @@ std::string adaptorTableFromV2(const mixcclAdaptor_v2_t* table, const std::strin
 #define MIXCCL_COPY(f) t.f = v.f;
   MIXCCL_V2_ONLY_COLLECTIVE_ENTRIES(MIXCCL_COPY)
 #undef MIXCCL_COPY
+  if (t.hasNativeLibrary()) t.commGetAsyncError = v.commGetAsyncError;  // only with a library
   // Host memory: whatever runtime the plugin left out is mixccl's host runtime (device memory
   // set all of it, checked above).
   t.hostRuntimeFilled = fillHostRuntime(&t);

@@ -9,9 +9,11 @@
 
 namespace mixccl {
 
-// The size of the first version 2 table; a table that says it is smaller is refused (entries
-// are only ever appended, so a larger one is a later header's: its extra entries are ignored).
-constexpr size_t kAdaptorTableV2MinSize = sizeof(mixcclAdaptor_v2_t);
+// The size of the first version 2 table (it ended at groupEnd); a table that says it is
+// smaller is refused. Entries are only ever appended: a table between this size and this
+// header's leaves the later entries NULL, a larger one is a later header's (its extra entries
+// are ignored).
+constexpr size_t kAdaptorTableV2MinSize = offsetof(mixcclAdaptor_v2_t, commGetAsyncError);
 
 // "" with *out filled when table is usable as adaptor expectedName; otherwise what is wrong
 // with it ("field 'lastError' is NULL"), and *out is untouched.

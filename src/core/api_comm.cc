@@ -219,8 +219,20 @@ MIXCCL_API mixcclResult_t mixcclCommGetAsyncError(mixcclComm_t comm, mixcclResul
   // Initialising: mixcclInProgress; init failed: its error; then the proxy's first failure.
   Result state = (Result)ref->initState.load(std::memory_order_acquire);
   std::string why;
-  if (state == mixcclSuccess) state = ref->health.error(&why);
-  else if (state != mixcclInProgress) why = ref->initError;  // written before initState
+  if (state == mixcclSuccess) {
+    state = ref->health.error(&why);
+    // The native library's own asynchronous error (work it accepted that failed later, e.g. a
+    // peer's abort) fails the communicator like any other failure, logged once there.
+    std::string native;
+    Result async = state == mixcclSuccess && ref->domainComm ? ref->domainComm->asyncError(&native)
+                                                             : mixcclSuccess;
+    if (async != mixcclSuccess) {
+      ref->health.fail(async, native);
+      state = ref->health.error(&why);
+    }
+  } else if (state != mixcclInProgress) {
+    why = ref->initError;  // written before initState
+  }
   // A failure found here is reported like a failed call's: mixcclGetLastError(comm) (and the
   // thread's) then says what it was. It was logged when it happened, so not again.
   if (state != mixcclSuccess && state != mixcclInProgress && !why.empty()) {

@@ -41,6 +41,16 @@ HostDomainColl DomainComm::onMembers() const {
   return HostDomainColl(*comm_->proxy, initDeadline_, members_, index_, comm_->tuning.chunkBytes);
 }
 
+Result DomainComm::asyncError(std::string* why) const {
+  const AdaptorTable& t = table();
+  if (!native_ || aborted_ || !t.commGetAsyncError) return mixcclSuccess;
+  mixcclResult_t async = mixcclSuccess;
+  mixcclResult_t r = t.commGetAsyncError(native_, &async);
+  if (r != mixcclSuccess) async = r;  // not even the question could be asked: a failure too
+  if (async != mixcclSuccess) *why = nativeFailureText(t, "work");
+  return async;
+}
+
 void DomainComm::abort() {
   if (native_ && !aborted_) {
     aborted_ = true;

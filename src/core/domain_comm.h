@@ -30,6 +30,9 @@ class DomainComm {
   // it to the others, every member calls commInitRank. Collective over the domain.
   Result init(mixcclComm* comm, int device);
   void abort();  // any thread
+  // The native library's asynchronous error (the table's commGetAsyncError), mixcclSuccess
+  // while there is none or the table has no such entry; *why says what failed. Any thread.
+  Result asyncError(std::string* why) const;
 
   const AdaptorTable& table() const;
   void* native() const { return native_; }

@@ -7,6 +7,7 @@
 // with MIXCCL_PLUGIN_PATH=FAKE_DIR_B:FAKE_DIR_A set by ctest (env is read once per process).
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -145,7 +146,7 @@ TEST(AdaptorLoader, WrongAbiVersionIsRejected) {
 TEST(AdaptorLoader, TableSmallerThanVersion2IsRejected) {
   EXPECT_EQ(failLoad("fakesmall", mixcclInvalidArgument),
             refusal("fakesmall", "size 16 is smaller than a version 2 table (" +
-                                     std::to_string(sizeof(mixcclAdaptor_v2_t)) +
+                                     std::to_string(offsetof(mixcclAdaptor_v2_t, commGetAsyncError)) +
                                      " bytes): not built against mixccl_adaptor.h version 2"));
 }
 
@@ -320,6 +321,31 @@ TEST(AdaptorTableCheck, LargerTableOfALaterHeaderIsAccepted) {
   AdaptorTable out;
   EXPECT_EQ(mixccl::adaptorTableFromV2(&later.v2, "later", &out), "");
   EXPECT_TRUE(runtimeIsHosts(&out));
+}
+
+// A plugin built against the first version 2 header ends at groupEnd: it loads, and the
+// entries appended since are NULL whatever lies beyond its table.
+TEST(AdaptorTableCheck, FirstVersion2TableLeavesAppendedEntriesNull) {
+  mixcclAdaptor_v2_t first;
+  std::memset(&first, 0xff, sizeof first);  // what follows a shorter table is garbage
+  const size_t firstSize = offsetof(mixcclAdaptor_v2_t, commGetAsyncError);
+  std::memset(&first, 0, firstSize);
+  first.size = firstSize;
+  first.abiVersion = MIXCCL_ADAPTOR_ABI_VERSION;
+  first.name = "first";
+  first.memoryKind = MIXCCL_ADAPTOR_HOST_MEMORY;
+  first.init = [] { return mixcclSuccess; };
+  first.lastError = [] { return ""; };
+  first.supports = [](mixcclAdaptorColl_t, mixcclDataType_t, mixcclRedOp_t) { return 1; };
+  first.getUniqueId = [](void*) { return mixcclSuccess; };
+  first.commInitRank = [](void**, int, const void*, int, int, const mixcclAdaptorServices_t*) {
+    return mixcclSuccess;
+  };
+  first.commDestroy = [](void*) { return mixcclSuccess; };
+  first.commAbort = [](void*) { return mixcclSuccess; };
+  AdaptorTable out;
+  EXPECT_EQ(mixccl::adaptorTableFromV2(&first, "first", &out), "");
+  EXPECT_EQ(out.commGetAsyncError, nullptr);
 }
 
 TEST(AdaptorDetection, HostWithoutAUsableNcclPlugin) {

@@ -272,6 +272,7 @@ STANDIN_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t*
   if (!c || asyncError == nullptr) return fail(ncclInvalidArgument, "ncclCommGetAsyncError: bad argument");
   std::lock_guard<std::mutex> lock(c->m);
   *asyncError = c->asyncError;
+  if (c->asyncError != ncclSuccess) tLastError = c->asyncMessage;  // ncclGetLastError says what
   return ncclSuccess;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "fault_plan.h"
 #include "nccl_comm.h"
 #include "nccl_reduce.h"
 
@@ -149,6 +150,19 @@ ncclResult_t runPointToPoint(Segment& s, const std::vector<Op>& ops, std::string
   }
 }
 
+// MIXCCL_STANDIN_NCCL_ASYNC_FAIL=NAME=CODE[@N]: the N-th call of NAME fails when its stream
+// reaches it, as NCCL work fails after it was enqueued (a network error, a peer gone). The
+// segment is marked failed too, so the peers' waits end instead of lasting to the timeout.
+ncclResult_t injectedAsync(CommState& c, const Op& op, std::string* why) {
+  static FaultPlan* plan = new FaultPlan("MIXCCL_STANDIN_NCCL_ASYNC_FAIL");
+  const int code = plan->check(opKindName(op.kind));
+  if (code == 0) return ncclSuccess;
+  *why = "rank " + std::to_string(c.rank) + ": " + opKindName(op.kind) +
+         " failed on its stream: failure injected by MIXCCL_STANDIN_NCCL_ASYNC_FAIL=" + plan->text();
+  c.segment->markFailed(*why);
+  return static_cast<ncclResult_t>(code);
+}
+
 // MIXCCL_STANDIN_NCCL_CORRUPT=<collective> (e.g. ncclAllReduce): the first byte of each of its
 // results is flipped, so a test can show that its checks see a library's wrong answer.
 void corruptIfAsked(const std::vector<Op>& ops, int rank) {
@@ -207,6 +221,7 @@ void runTask(Task* task, bool skipped) {
     ncclResult_t r = ncclSuccess;
     std::vector<Op> p2p;
     for (const Op& op : task->ops) {
+      if ((r = injectedAsync(c, op, &why)) != ncclSuccess) break;
       if (op.kind == OpKind::Send || op.kind == OpKind::Recv) {
         p2p.push_back(op);
       } else if ((r = Collective(c, op).run(&why)) != ncclSuccess) {

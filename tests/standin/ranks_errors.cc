@@ -14,6 +14,7 @@ namespace {
 
 // The stand-in reports the NCCL version of the header it was built against.
 const std::string kVersion = std::to_string(NCCL_VERSION_CODE);
+const std::string kAsyncFaults = "MIXCCL_STANDIN_NCCL_ASYNC_FAIL=ncclAllReduce=6@2";
 const std::string kLibraryFaults = "MIXCCL_STANDIN_NCCL_FAIL=ncclAllReduce=1@2,ncclBroadcast=2@1";
 
 long expectCall(int rank, const char* what, mixcclResult_t got, const char* message, mixcclResult_t want,
@@ -70,6 +71,41 @@ long asyncError(mixcclComm_t comm, RankBuffers& b, int rank, int nranks) {
   r = t->memFree(buf);
   failures += expectCall(rank, "memFree after the fault", r, t->lastError(), mixcclUnhandledDeviceError,
                          "nccl adaptor: cudaFree: " + poisoned);
+  return failures;
+}
+
+long nativeAsyncError(mixcclComm_t comm, RankBuffers& b, int rank, int nranks) {
+  long failures = allReduceWorks(comm, b, rank, nranks, "before the library's asynchronous failure");
+  void* buf = b.alloc(64 * sizeof(float));
+  // The first rank to find its library's error fails the communicator and tells the others,
+  // who may hear of it (or of that rank ending) before they call or ask their own library:
+  // each step then names a peer's failure (mixcclRemoteError). CTest's pattern requires one
+  // rank to have reported its own library's message.
+  auto fromPeer = [](const std::string& m) {
+    return m.find("failed (reported by rank ") != std::string::npos ||
+           m.find(") failed: it closed the connection") != std::string::npos;
+  };
+  mixcclResult_t r = mixcclAllReduce(buf, buf, 64, mixcclFloat32, mixcclSum, comm, b.stream());
+  std::string message = r ? mixcclGetLastError(comm) : "";
+  failures += expectCall(rank, "AllReduce (it will fail on its stream)", r, message.c_str(),
+                         fromPeer(message) ? mixcclRemoteError : mixcclSuccess, message);
+  b.check(b.adaptor()->streamSynchronize(b.stream()), "streamSynchronize");  // the runtime is fine
+  mixcclResult_t async = mixcclSuccess;
+  mixcclCommGetAsyncError(comm, &async);
+  const std::string why = "nccl adaptor: native work failed: nccl adaptor: asynchronous error (ncclCommGetAsyncError): "
+                          "remote process failed or aborted (stand-in NCCL) (NCCL " + kVersion +
+                          ", code 6; last error: rank " + std::to_string(rank) +
+                          ": ncclAllReduce failed on its stream: failure injected by " + kAsyncFaults + ")";
+  message = mixcclGetLastError(comm);
+  failures += expectCall(rank, "mixcclCommGetAsyncError", async, message.c_str(), mixcclRemoteError,
+                         fromPeer(message) ? message : why);
+  // The communicator has failed: later calls say so.
+  r = mixcclAllReduce(buf, buf, 64, mixcclFloat32, mixcclSum, comm, b.stream());
+  if (r != mixcclRemoteError) {
+    std::fprintf(stderr, "rank %d: AllReduce after the failure gave %d\n", rank, static_cast<int>(r));
+    ++failures;
+  }
+  b.release(buf);
   return failures;
 }
 
@@ -133,18 +169,21 @@ void runtimeFaultsOnRankZero(int rank) {
 }  // namespace
 
 bool knownSuite(const std::string& s) {
-  return s == "matrix" || s == "order" || s == "errors-library" || s == "errors-async" || s == "errors-runtime";
+  return s == "matrix" || s == "order" || s == "errors-library" || s == "errors-async" || s == "errors-runtime" ||
+         s == "errors-native-async";
 }
 
 RankSetup prepareErrorCase(const std::string& suite) {
   if (suite == "errors-library") putenv(const_cast<char*>(kLibraryFaults.c_str()));
   if (suite == "errors-async") setenv("MIXCCL_STANDIN_CUDA_ASYNC_FAIL", "nccl=719@2", 1);
+  if (suite == "errors-native-async") putenv(const_cast<char*>(kAsyncFaults.c_str()));
   return suite == "errors-runtime" ? runtimeFaultsOnRankZero : nullptr;
 }
 
 long runErrorCase(const std::string& suite, mixcclComm_t comm, RankBuffers& b, int rank, int nranks) {
   if (suite == "errors-library") return libraryErrors(comm, b, rank, nranks);
   if (suite == "errors-async") return asyncError(comm, b, rank, nranks);
+  if (suite == "errors-native-async") return nativeAsyncError(comm, b, rank, nranks);
   return runtimeErrors(comm, b, rank, nranks);
 }
 

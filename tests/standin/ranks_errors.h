@@ -6,6 +6,9 @@
 //   errors-async    every rank: the 2nd collective fails on its stream (CUDA error 719): the
 //                   call returns success, synchronising the stream reports the error, and the
 //                   runtime stays poisoned as CUDA's does.
+//   errors-native-async  every rank: the 2nd ncclAllReduce fails on its stream (ncclRemoteError,
+//                   as NCCL reports a peer gone): mixcclCommGetAsyncError reports it with the
+//                   library's message and the communicator has failed.
 //   errors-runtime  rank 0 (nccl, beside host ranks): a failed cudaMalloc through the adaptor,
 //                   then a failed staging copy of AllReduce.
 #pragma once

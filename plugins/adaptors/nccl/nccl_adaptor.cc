@@ -201,6 +201,18 @@ mixcclResult_t commInitRank(void** comm, int nranks, const void* id, int rank, i
   *comm = c;
   return mixcclSuccess;
 }
+// Work NCCL accepted and that failed later (a peer that aborted or died, a network error).
+// ncclInProgress is a non-blocking communicator still forming: no error.
+mixcclResult_t commGetAsyncError(void* c, mixcclResult_t* asyncError) {
+  NEED_INIT("commGetAsyncError");
+  *asyncError = mixcclSuccess;
+  if (api.ncclCommGetAsyncError == nullptr) return mixcclSuccess;  // a library without it
+  ncclResult_t r = ncclSuccess;
+  MIXCCL_PLUGIN_CHECK(nccl(api.ncclCommGetAsyncError(asComm(c), &r), "ncclCommGetAsyncError"));
+  if (r != ncclSuccess && static_cast<int>(r) != mixcclInProgress)
+    *asyncError = nccl(r, "asynchronous error (ncclCommGetAsyncError)");
+  return mixcclSuccess;
+}
 mixcclResult_t commDestroy(void* c) { NEED_INIT("commDestroy"); return nccl(api.ncclCommDestroy(asComm(c)), "ncclCommDestroy"); }
 mixcclResult_t commAbort(void* c) { NEED_INIT("commAbort"); return nccl(api.ncclCommAbort(asComm(c)), "ncclCommAbort"); }
 
@@ -248,6 +260,7 @@ mixcclAdaptor_v2_t makeTable() {
   MIXCCL_NATIVE_LIBRARY_ENTRIES(t);
   MIXCCL_NCCL_COLLECTIVE_ENTRIES(t);
   MIXCCL_POINT_TO_POINT_ENTRIES(t);
+  t.commGetAsyncError = commGetAsyncError;
   return t;
 }
 

@@ -86,6 +86,7 @@ ncclResult_t ncclGroupStart();
 ncclResult_t ncclGroupEnd();
 const char* ncclGetErrorString(ncclResult_t result);
 const char* ncclGetLastError(ncclComm_t comm);
+ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError);
 
 #define MIXCCL_NCCL_FALLBACK_RUNTIME_TYPE(s) using cuda##s##_fn = decltype(&cuda##s);
 MIXCCL_NCCL_RUNTIME_FUNCTIONS(MIXCCL_NCCL_FALLBACK_RUNTIME_TYPE)

@@ -20,5 +20,6 @@
   X(ncclGetErrorString)
 
 // Bound where the library has them, never required: ncclGetLastError (NCCL 2.13 and later)
-// gives the detail behind a result code, which the adaptor adds to its messages.
-#define MIXCCL_NCCL_OPTIONAL_LIBRARY_FUNCTIONS(X) X(ncclGetLastError)
+// gives the detail behind a result code, which the adaptor adds to its messages;
+// ncclCommGetAsyncError reports work that failed after it was enqueued.
+#define MIXCCL_NCCL_OPTIONAL_LIBRARY_FUNCTIONS(X) X(ncclGetLastError) X(ncclCommGetAsyncError)
