@@ -214,9 +214,14 @@ void runTask(Task* task, bool skipped) {
       c.cv.wait_for(lock, std::chrono::milliseconds(20));
     }
   }
+  bool failedBefore;
+  {
+    std::lock_guard<std::mutex> lock(c.m);
+    failedBefore = c.asyncError != ncclSuccess;
+  }
   if (skipped) {
     c.recordAsyncError(ncclUnhandledCudaError, "the stream's earlier work failed (the runtime reported an asynchronous error)");
-  } else if (!c.aborted.load() && c.asyncError == ncclSuccess) {
+  } else if (!c.aborted.load() && !failedBefore) {
     std::string why;
     ncclResult_t r = ncclSuccess;
     std::vector<Op> p2p;

@@ -56,7 +56,7 @@ FaultPlan& asyncFaults() {
 }
 
 cudaError_t fail(cudaError_t e) {
-  tLastError = e;
+  if (e != cudaSuccess) tLastError = e;  // a call that succeeds leaves the last error alone
   return e;
 }
 cudaError_t takeLastError() {

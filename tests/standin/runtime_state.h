@@ -20,7 +20,8 @@ FaultPlan& callFaults();
 // by kind: memcpy, memset, hostfunc, nccl (a collective of the stand-in NCCL library).
 FaultPlan& asyncFaults();
 
-// Records e as the calling thread's last error (cudaGetLastError) and returns it.
+// Records e (unless cudaSuccess) as the calling thread's last error (cudaGetLastError) and
+// returns it.
 cudaError_t fail(cudaError_t e);
 cudaError_t takeLastError();  // and resets it to cudaSuccess, unless the error is sticky
 cudaError_t peekLastError();

@@ -32,6 +32,9 @@ double secondsSince(std::chrono::steady_clock::time_point t0) {
 
 TEST(StandinRuntime, ArgumentsAreCheckedAsCudaChecksThem) {
   EXPECT_EQ(cudaMalloc(nullptr, 16), cudaErrorInvalidValue);
+  int count = 0;
+  EXPECT_EQ(cudaGetDeviceCount(&count), cudaSuccess);  // a success leaves the last error alone
+  EXPECT_EQ(cudaPeekAtLastError(), cudaErrorInvalidValue);
   EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);  // taken and reset
   void* d = nullptr;
