@@ -31,6 +31,58 @@ struct Gate {
 
 float input(int rank, size_t i) { return static_cast<float>((rank + i) % 3); }
 
+// Two AlltoAlls in place, the first on a held stream, the second on another stream: on the
+// native path both borrow one scratch buffer, so the second must wait for the first on the
+// device (else its input would be overwritten by the first's). Host ranks take part with the
+// NULL stream. Returns the failures.
+long twoStreamsInPlace(mixcclComm_t comm, RankBuffers& b, int rank, int nranks) {
+  const size_t count = 1000, bytes = count * nranks * sizeof(int32_t);
+  auto value = [](int from, int to, size_t i, int call) {
+    return static_cast<int32_t>(from * 100000 + to * 1000 + static_cast<int>(i % 100) * 10 + call);
+  };
+  std::vector<int32_t> in[2], want[2], got(count * nranks);
+  void* buf[2];
+  for (int call = 0; call < 2; ++call) {
+    in[call].resize(count * nranks);
+    want[call].resize(count * nranks);
+    for (int p = 0; p < nranks; ++p)
+      for (size_t i = 0; i < count; ++i) {
+        in[call][p * count + i] = value(rank, p, i, call);
+        want[call][p * count + i] = value(p, rank, i, call);
+      }
+    buf[call] = b.alloc(bytes);
+    b.write(buf[call], in[call].data(), bytes);
+  }
+  long failures = 0;
+  mixcclResult_t r[2];
+  if (!b.device()) {
+    for (int call = 0; call < 2; ++call)
+      r[call] = mixcclAlltoAll(buf[call], buf[call], count, mixcclInt32, comm, nullptr);
+  } else {
+    const mixcclAdaptor_v2_t* t = b.adaptor();
+    Gate gate;
+    void* second = nullptr;
+    b.check(t->streamCreate(&second), "streamCreate");
+    b.check(t->launchHostFunc(b.stream(), Gate::hold, &gate), "launchHostFunc");
+    r[0] = mixcclAlltoAll(buf[0], buf[0], count, mixcclInt32, comm, b.stream());
+    r[1] = mixcclAlltoAll(buf[1], buf[1], count, mixcclInt32, comm, second);
+    usleep(100 * 1000);  // the second stream's work, if it did not wait, has run by now
+    gate.release();
+    b.check(t->streamSynchronize(second), "streamSynchronize (second stream)");
+    b.check(t->streamDestroy(second), "streamDestroy");
+  }
+  for (int call = 0; call < 2; ++call) {
+    b.read(got.data(), buf[call], bytes);
+    if (r[call] != mixcclSuccess || got != want[call]) {
+      std::fprintf(stderr, "rank %d: in-place AlltoAll %d of 2 (two streams): %s\n", rank, call + 1,
+                   r[call] != mixcclSuccess ? mixcclGetLastError(comm) : "wrong result");
+      ++failures;
+    }
+    b.release(buf[call]);
+  }
+  return failures;
+}
+
 }  // namespace
 
 long runStreamOrder(mixcclComm_t comm, RankBuffers& b, int rank, int nranks) {
@@ -52,7 +104,7 @@ long runStreamOrder(mixcclComm_t comm, RankBuffers& b, int rank, int nranks) {
       ++failures;
     }
     b.release(buf);
-    return failures;
+    return failures + twoStreamsInPlace(comm, b, rank, nranks);
   }
   const mixcclAdaptor_v2_t* t = b.adaptor();
   Gate gate;
@@ -93,7 +145,7 @@ long runStreamOrder(mixcclComm_t comm, RankBuffers& b, int rank, int nranks) {
   b.check(t->eventDestroy(event), "eventDestroy");
   b.check(t->streamDestroy(side), "streamDestroy");
   b.release(buf);
-  return failures;
+  return failures + twoStreamsInPlace(comm, b, rank, nranks);
 }
 
 }  // namespace ranks_test
