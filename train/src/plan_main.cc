@@ -1,4 +1,5 @@
 // mixccl-plan: finds how to split a model over a heterogeneous cluster and predicts the cost.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -7,7 +8,9 @@
 #include <string>
 
 #include "mixccl/train/cluster_spec.h"
+#include "mixccl/train/exec_plan.h"
 #include "mixccl/train/model_spec.h"
+#include "mixccl/train/plan_layout.h"
 #include "mixccl/train/plan_output.h"
 #include "mixccl/train/planner.h"
 #include "mixccl/train/profile.h"
@@ -23,15 +26,18 @@ constexpr int kExitInternal = 3;
 const char kUsage[] =
     "usage: mixccl-plan --model MODEL.json --cluster CLUSTER.json [--profile PROFILE.json]\n"
     "                   [--json] [--top K] [--exhaustive]\n"
+    "       mixccl-plan --layout PLAN.json\n"
     "  --model       model spec (layers, sizes, batch, datatypes, optimizer)\n"
     "  --cluster     cluster spec (device types, counts, speed, memory, bandwidths)\n"
     "  --profile     measured per-layer times replacing the analytic estimate\n"
     "  --json        print the plans as JSON instead of a table\n"
     "  --top K       report the best plan and K-1 alternatives (default 3)\n"
-    "  --exhaustive  evaluate every candidate with brute-force layer splits (small inputs)\n";
+    "  --exhaustive  evaluate every candidate with brute-force layer splits (small inputs)\n"
+    "  --layout      print each rank's role and 1F1B order in PLAN.json as JSON (the rank map\n"
+    "                and schedule that other executors, such as mixccl.train, must follow)\n";
 
 struct Args {
-  std::string model, cluster, profile;
+  std::string model, cluster, profile, layout;
   bool json = false;
   bool exhaustive = false;
   bool help = false;
@@ -55,6 +61,8 @@ bool ParseArgs(int argc, char** argv, Args* args, std::string* error) {
       if (!value(&args->cluster)) return false;
     } else if (a == "--profile") {
       if (!value(&args->profile)) return false;
+    } else if (a == "--layout") {
+      if (!value(&args->layout)) return false;
     } else if (a == "--json") {
       args->json = true;
     } else if (a == "--exhaustive") {
@@ -77,6 +85,7 @@ bool ParseArgs(int argc, char** argv, Args* args, std::string* error) {
       return false;
     }
   }
+  if (!args->layout.empty()) return true;
   if (args->model.empty() || args->cluster.empty()) {
     *error = "--model and --cluster are required";
     return false;
@@ -95,6 +104,18 @@ int Run(int argc, char** argv) {
   if (args.help) {
     std::fputs(kUsage, stdout);
     return 0;
+  }
+  if (!args.layout.empty()) {
+    try {
+      const ExecPlan plan = LoadExecPlan(args.layout);
+      int num_layers = 0;
+      for (const auto& group : plan.stages) num_layers = std::max(num_layers, group.back().last_layer);
+      std::cout << PlanLayoutJson(plan, num_layers);
+      return 0;
+    } catch (const std::invalid_argument& e) {
+      std::fprintf(stderr, "mixccl-plan: %s\n", e.what());
+      return kExitUsage;
+    }
   }
   const ModelSpec model = LoadModelSpec(args.model);
   const ClusterSpec cluster = LoadClusterSpec(args.cluster);
