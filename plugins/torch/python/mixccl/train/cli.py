@@ -1,0 +1,75 @@
+"""`python -m mixccl.train` (docs/training.md, "mixccl.train")."""
+import argparse
+import importlib.util
+import sys
+
+import torch.distributed as dist
+
+from .spec import InputError, load_model_spec
+
+
+def parser():
+    p = argparse.ArgumentParser(
+        prog="python -m mixccl.train",
+        description="Train a LLaMA-style model (or your own module) from a mixccl-plan plan "
+                    "on the mixccl torch backend; without --plan, one process trains the whole "
+                    "model (the parity reference).")
+    p.add_argument("--model-spec", required=True, help="the planner's model spec (JSON)")
+    p.add_argument("--plan", help="mixccl-plan --json output: run as one rank of the job")
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--data", help="a MIXTOKS1 token file (default: generated tokens)")
+    p.add_argument("--report", help="write the report JSON here (rank 0)")
+    p.add_argument("--micro-batches", type=int, default=1,
+                   help="micro-batches per step of the single process (a plan gives its own)")
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--weight-decay", type=float, default=0.1)
+    p.add_argument("--grad-clip", type=float, default=1.0, help="0: off")
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                   help="the single process's device")
+    p.add_argument("--device-map", help="TYPE=cpu|cuda,... for the plan's device types")
+    p.add_argument("--cluster", help="the planner's cluster spec: device types' memory (checked) "
+                   "and cpu_threads (applied)")
+    p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    p.add_argument("--timeout", type=float, default=60.0,
+                   help="seconds any communication may wait (a dead rank's error comes within it)")
+    p.add_argument("--checkpoint", help="folder: save every rank's state at the end")
+    p.add_argument("--checkpoint-every", type=int, default=0)
+    p.add_argument("--resume", help="folder of a checkpoint of the same plan")
+    p.add_argument("--model-module", help="FILE.py:FUNCTION building your own model's parts "
+                   "(docs/training.md, 'Your own model')")
+    p.add_argument("--quiet", action="store_true", help="no per-step lines")
+    return p
+
+
+def load_parts_factory(text, spec, seed):
+    path, sep, fn = text.rpartition(":")
+    if not sep:
+        raise InputError(f"--model-module {text}: give FILE.py:FUNCTION")
+    mod_spec = importlib.util.spec_from_file_location("mixccl_train_user_model", path)
+    if mod_spec is None:
+        raise InputError(f"--model-module {text}: cannot load {path}")
+    module = importlib.util.module_from_spec(mod_spec)
+    mod_spec.loader.exec_module(module)
+    build = getattr(module, fn, None)
+    if build is None:
+        raise InputError(f"--model-module {text}: {path} has no function {fn}")
+    return lambda first, last, emb, head: build(spec, seed, first, last, emb, head)
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    from .runner import Trainer, job_rank_and_size
+    rank = job_rank_and_size()[0]
+    try:
+        spec = load_model_spec(args.model_spec)
+        factory = load_parts_factory(args.model_module, spec, args.seed) if args.model_module else None
+        Trainer(args, spec, factory).train()
+    except InputError as e:
+        print(f"mixccl.train: {e}", file=sys.stderr, flush=True)
+        return 1
+    except dist.DistError as e:
+        # A dead or stuck peer: the backend's error names it (within --timeout).
+        print(f"mixccl.train: rank {rank}: communication failed: {e}", file=sys.stderr, flush=True)
+        return 1
+    return 0

@@ -1,0 +1,52 @@
+"""The report JSON (rank 0 writes it) and the progress line per step: per step the loss, the
+step time, tokens/s, the gradient norm, and every rank's compute / communication / idle time
+and peak memory. Communication includes the waits for the neighbours' activations and
+gradients and for the gradient sums; idle is the rest (data, optimizer, bookkeeping)."""
+import json
+import sys
+
+import torch
+import torch.distributed as dist
+
+
+class Report:
+    def __init__(self, args, spec, plan, world):
+        self.args = args
+        self.spec = spec
+        self.world = world
+        self.plan_origin = plan.origin if plan is not None else None
+        self.steps = []
+
+    def add_step(self, trainer, step, loss, norm, step_s, times, peak_bytes):
+        mine = torch.tensor([times.compute_s, times.comm_s,
+                             max(step_s - times.compute_s - times.comm_s, 0.0), float(peak_bytes)],
+                            dtype=torch.float64)
+        if trainer.distributed:
+            everyone = [torch.zeros(4, dtype=torch.float64) for _ in range(self.world)]
+            dist.all_gather(everyone, mine)
+        else:
+            everyone = [mine]
+        tokens = self.spec.global_batch_size * self.spec.seq_length
+        rec = {"step": step, "loss": loss, "grad_norm": norm, "step_s": step_s,
+               "tokens_per_s": tokens / step_s,
+               "ranks": [{"rank": r, "compute_s": float(v[0]), "comm_s": float(v[1]),
+                          "idle_s": float(v[2]), "peak_memory_bytes": int(v[3])}
+                         for r, v in enumerate(everyone)]}
+        self.steps.append(rec)
+        if trainer.rank == 0 and not self.args.quiet:
+            r0 = rec["ranks"][0]
+            print(f"step {step:4d}/{self.args.steps}  loss {loss:.6f}  step "
+                  f"{step_s * 1e3:.1f} ms  {rec['tokens_per_s']:.0f} tok/s  |g| {norm:.3f}  "
+                  f"compute {r0['compute_s'] * 1e3:.1f} ms  comm {r0['comm_s'] * 1e3:.1f} ms",
+                  flush=True)
+        self.is_rank0 = trainer.rank == 0
+
+    def finish(self):
+        if not self.args.report or not getattr(self, "is_rank0", False):
+            return
+        out = {"model": self.spec.name, "plan": self.plan_origin, "ranks": self.world,
+               "global_batch_size": self.spec.global_batch_size,
+               "seq_length": self.spec.seq_length, "seed": self.args.seed, "steps": self.steps}
+        with open(self.args.report, "w") as f:
+            json.dump(out, f, indent=1)
+            f.write("\n")
