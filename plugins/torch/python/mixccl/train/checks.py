@@ -8,6 +8,10 @@ from .plan import rank_of, role_of_rank
 from .spec import InputError
 
 
+def size_text(n):
+    return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
+
+
 def stage_ranks(plan, g, s):
     ranks = [rank_of(plan, g, r, s, t) for r in range(plan.dp(g))
              for t in range(plan.groups[g][s].tp)]
@@ -71,9 +75,9 @@ def check_devices(plan, spec, device_map, cluster, cluster_origin, rank):
                 if need > have:
                     raise InputError(
                         f"{o}: rank {r} (group {ro.group} stage {ro.stage}, device type "
-                        f"{ro.device_type}): the stage needs {need / 2**30:.2f} GiB (parameters, "
+                        f"{ro.device_type}): the stage needs {size_text(need)} (parameters, "
                         f"gradients, AdamW state, activations), the device has "
-                        f"{have / 2**30:.2f} GiB (memory_gib - reserved_gib in {cluster_origin})")
+                        f"{size_text(have)} (memory_gib - reserved_gib in {cluster_origin})")
         for name, n in used.items():
             if n > cluster[name].get("count", n):
                 raise InputError(f"{o}: the plan puts {n} ranks on device type {name}, the "

@@ -5,6 +5,7 @@ import sys
 
 import torch.distributed as dist
 
+from .pipeline import PeerFailed
 from .spec import InputError, load_model_spec
 
 
@@ -66,6 +67,9 @@ def main(argv=None):
         factory = load_parts_factory(args.model_module, spec, args.seed) if args.model_module else None
         Trainer(args, spec, factory).train()
     except InputError as e:
+        print(f"mixccl.train: {e}", file=sys.stderr, flush=True)
+        return 1
+    except PeerFailed as e:
         print(f"mixccl.train: {e}", file=sys.stderr, flush=True)
         return 1
     except dist.DistError as e:

@@ -10,6 +10,7 @@ summed over all of them (Megatron's embedding group)."""
 import torch
 import torch.distributed as dist
 
+from .pipeline import wait_for
 from .plan import gradient_cuts, role_of_rank
 
 
@@ -45,20 +46,21 @@ class GradientSync:
         for k, members in enumerate(holders):
             group = dist.new_group(members) if len(members) > 1 else None
             if rank in members and by_interval[k]:
-                self.syncs.append((group, min(members), by_interval[k]))
+                self.syncs.append((group, min(members), by_interval[k], members))
         if tied:
             group = dist.new_group(tied_ranks) if len(tied_ranks) > 1 else None
             if tied_name is not None:
-                self.syncs.append((group, min(tied_ranks), [params[tied_name]]))
+                self.syncs.append((group, min(tied_ranks), [params[tied_name]], tied_ranks))
 
     def all_reduce(self):
         """Sums each interval's gradients over its holders (one flat buffer per interval)."""
-        for group, _, params in self.syncs:
+        for group, _, params, members in self.syncs:
             if group is None:
                 continue
             grads = [p.grad for p in params]
             flat = torch.cat([g.reshape(-1) for g in grads])
-            dist.all_reduce(flat, group=group)
+            wait_for(dist.all_reduce(flat, group=group, async_op=True), self.rank,
+                     "the gradient sum with ranks", ",".join(map(str, members)))
             offset = 0
             for g in grads:
                 g.copy_(flat[offset:offset + g.numel()].view_as(g))
@@ -68,7 +70,7 @@ class GradientSync:
         """Sum of squared gradients this rank counts in the global norm: each summed gradient
         once, on the lowest rank holding it (the sum over all ranks is the single-process norm)."""
         total = torch.zeros((), dtype=torch.float64)
-        for _, owner, params in self.syncs:
+        for _, owner, params, _ in self.syncs:
             if owner == self.rank:
                 for p in params:
                     total += p.grad.detach().double().pow(2).sum().cpu()

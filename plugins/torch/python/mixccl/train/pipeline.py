@@ -16,6 +16,19 @@ from torch.utils.checkpoint import checkpoint
 from .plan import one_f_one_b_order
 
 
+class PeerFailed(Exception):
+    """A neighbour or a gradient group did not answer: names this rank, what it waited for and
+    the rank(s) it waited on (the backend's own message, which numbers the ranks of the
+    two-rank lane, follows)."""
+
+
+def wait_for(work, rank, what, peers):
+    try:
+        work.wait()
+    except dist.DistError as e:
+        raise PeerFailed(f"rank {rank}: {what} {peers} failed (dead or stuck): {e}") from None
+
+
 class StageTimes:
     def __init__(self):
         self.compute_s = 0.0
@@ -85,7 +98,8 @@ class StageRunner:
                 if self.prev_rank is not None:
                     t0 = time.perf_counter()
                     x_in = torch.empty(b, self.seq_len, self.hidden, device=self.device)
-                    dist.irecv(x_in, self.prev_rank).wait()
+                    wait_for(dist.irecv(x_in, self.prev_rank), self.role.rank,
+                             "receiving activations from rank", self.prev_rank)
                     x_in.requires_grad_(True)
                     times.comm_s += time.perf_counter() - t0
                 t0 = time.perf_counter()
@@ -104,7 +118,7 @@ class StageRunner:
                     self._sync_device()
                     times.compute_s += time.perf_counter() - t0
                     t0 = time.perf_counter()
-                    pending.append(dist.isend(send, self.next_rank))
+                    pending.append((dist.isend(send, self.next_rank), self.next_rank))
                     times.comm_s += time.perf_counter() - t0
                     saved[i] = (x_in, out)
             else:
@@ -113,7 +127,8 @@ class StageRunner:
                 if self.next_rank is not None:
                     t0 = time.perf_counter()
                     grad = torch.empty(b, self.seq_len, self.hidden, device=self.device)
-                    dist.irecv(grad, self.next_rank).wait()
+                    wait_for(dist.irecv(grad, self.next_rank), self.role.rank,
+                             "receiving gradients from rank", self.next_rank)
                     times.comm_s += time.perf_counter() - t0
                 t0 = time.perf_counter()
                 if grad is None:
@@ -124,10 +139,11 @@ class StageRunner:
                 times.compute_s += time.perf_counter() - t0
                 if self.prev_rank is not None:
                     t0 = time.perf_counter()
-                    pending.append(dist.isend(x_in.grad.contiguous(), self.prev_rank))
+                    pending.append((dist.isend(x_in.grad.contiguous(), self.prev_rank),
+                                    self.prev_rank))
                     times.comm_s += time.perf_counter() - t0
         t0 = time.perf_counter()
-        for w in pending:
-            w.wait()
+        for w, peer in pending:
+            wait_for(w, self.role.rank, "sending to rank", peer)
         times.comm_s += time.perf_counter() - t0
         return loss_sum, times

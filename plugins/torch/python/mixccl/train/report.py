@@ -8,6 +8,8 @@ import sys
 import torch
 import torch.distributed as dist
 
+from .pipeline import wait_for
+
 
 class Report:
     def __init__(self, args, spec, plan, world):
@@ -23,7 +25,8 @@ class Report:
                             dtype=torch.float64)
         if trainer.distributed:
             everyone = [torch.zeros(4, dtype=torch.float64) for _ in range(self.world)]
-            dist.all_gather(everyone, mine)
+            wait_for(dist.all_gather(everyone, mine, async_op=True), trainer.rank,
+                     "gathering the step's times from ranks", f"0-{self.world - 1}")
         else:
             everyone = [mine]
         tokens = self.spec.global_batch_size * self.spec.seq_length

@@ -14,7 +14,7 @@ from .data import TokenData
 from .devices import device_kind, load_cluster, local_device, parse_device_map
 from .grad_sync import GradientSync
 from .model import build_llama_parts, weight_decays
-from .pipeline import StageRunner
+from .pipeline import StageRunner, wait_for
 from .plan import Plan, Stage, load_plan, rank_of, role_of_rank
 from .report import Report
 from .spec import InputError
@@ -41,15 +41,23 @@ def single_process_plan(spec, micro_batches):
 
 
 def init_process_group(rank, world, timeout_s):
-    import mixccl.torch  # noqa: F401  registers the "mixccl" backend
     timeout = datetime.timedelta(seconds=timeout_s)
     if "MIXCCL_COMM_ID" in os.environ and "MASTER_ADDR" not in os.environ:
         # Under mixcclrun (one host): a file store named after the job's rendezvous address.
-        path = "/tmp/mixccl-train-store-" + os.environ["MIXCCL_COMM_ID"].replace(":", "-")
+        # The variable itself must go before mixccl reads it: with it every unique id would be
+        # that one address, and the backend's many communicators (a lane per point-to-point
+        # peer, a subgroup per gradient interval) would all try to listen there.
+        # The launcher's pid in the name keeps a later job on a reused port from reading it.
+        path = (f"/tmp/mixccl-train-store-{os.environ.pop('MIXCCL_COMM_ID').replace(':', '-')}"
+                f"-{os.getppid()}")
+        import mixccl.torch  # noqa: F401  registers the "mixccl" backend
         dist.init_process_group("mixccl", init_method="file://" + path, rank=rank,
                                 world_size=world, timeout=timeout)
+        return path
     else:
+        import mixccl.torch  # noqa: F401
         dist.init_process_group("mixccl", rank=rank, world_size=world, timeout=timeout)
+        return None
 
 
 def peak_memory_bytes(device):
@@ -92,7 +100,7 @@ class Trainer:
         self.data = TokenData.open(args.data) if args.data else TokenData.generated(spec.vocab_size)
         self.data.check(spec)
         if self.distributed:
-            init_process_group(self.rank, self.world, args.timeout)
+            self.store_file = init_process_group(self.rank, self.world, args.timeout)
         ro = self.role
         factory = parts_factory or (lambda f, l, e, h: build_llama_parts(spec, f, l, e, h, args.seed))
         torch.manual_seed(args.seed)
@@ -168,7 +176,8 @@ class Trainer:
         self.sync.all_reduce()
         sums = torch.tensor([loss, float(self.sync.owned_square_sum())], dtype=torch.float64)
         if self.distributed:
-            dist.all_reduce(sums)
+            wait_for(dist.all_reduce(sums, async_op=True), self.rank,
+                     "the loss and gradient-norm sum with ranks", f"0-{self.world - 1}")
         times.comm_s += time.perf_counter() - t0
         loss, norm = float(sums[0]), float(sums[1]) ** 0.5
         if self.args.grad_clip > 0 and norm > self.args.grad_clip:
@@ -193,3 +202,8 @@ class Trainer:
         if self.distributed:
             dist.barrier()
             dist.destroy_process_group()
+            if self.store_file and self.rank == 0:  # every rank passed the barrier: unused now
+                try:
+                    os.unlink(self.store_file)
+                except FileNotFoundError:
+                    pass

@@ -58,11 +58,11 @@ def parse_model_spec(obj, origin):
             raise InputError(f"{where}: '{name}' must be true or false, got {json.dumps(v)}")
         return v
 
+    layers, hidden, ffn = integer("num_layers"), integer("hidden_size"), integer("ffn_hidden_size")
     heads = integer("num_attention_heads")
     spec = ModelSpec(
-        name=obj.get("name", origin), num_layers=integer("num_layers"),
-        hidden_size=integer("hidden_size"), ffn_hidden_size=integer("ffn_hidden_size"),
-        num_attention_heads=heads, num_kv_heads=integer("num_kv_heads", heads),
+        name=obj.get("name", origin), num_layers=layers, hidden_size=hidden,
+        ffn_hidden_size=ffn, num_attention_heads=heads, num_kv_heads=integer("num_kv_heads", heads),
         vocab_size=integer("vocab_size"), seq_length=integer("seq_length"),
         global_batch_size=integer("global_batch_size"),
         param_dtype=obj.get("param_dtype", "bf16"), gated_mlp=boolean("gated_mlp", True),
