@@ -40,6 +40,15 @@ def parser():
     p.add_argument("--model-module", help="FILE.py:FUNCTION building your own model's parts "
                    "(docs/training.md, 'Your own model')")
     p.add_argument("--quiet", action="store_true", help="no per-step lines")
+    g = p.add_argument_group("profiling and planning")
+    g.add_argument("--profile-out", help="measure per-layer times on the --cluster's device "
+                   "types present here and write the planner's profile (no training)")
+    g.add_argument("--profile-micro-batches", default="1,2,4,8")
+    g.add_argument("--profile-repeats", type=int, default=5)
+    g.add_argument("--plan-and-run", action="store_true",
+                   help="profile, plan with mixccl-plan --profile, and run the plan here")
+    g.add_argument("--planner", help="mixccl-plan (default: from PATH)")
+    g.add_argument("--work-dir", help="where --plan-and-run writes profile.json and plan.json")
     return p
 
 
@@ -59,11 +68,21 @@ def load_parts_factory(text, spec, seed):
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
     args = parser().parse_args(argv)
     from .runner import Trainer, job_rank_and_size
     rank = job_rank_and_size()[0]
     try:
         spec = load_model_spec(args.model_spec)
+        if args.plan_and_run:
+            from .plan_and_run import plan_and_run
+            return plan_and_run(spec, args, argv)
+        if args.profile_out:
+            if not args.cluster:
+                raise InputError("--profile-out needs --cluster CLUSTER.json (its device types)")
+            from .profiler import write_profile
+            write_profile(spec, args)
+            return 0
         factory = load_parts_factory(args.model_module, spec, args.seed) if args.model_module else None
         Trainer(args, spec, factory).train()
     except InputError as e:
