@@ -20,6 +20,12 @@ fi
 
 # torch for the PyTorch backend (plugins/torch): the smallest recipe, see the script.
 scripts/install-torch.sh
+# transformers for mixccl.train's adapter example and its test (a model from a config, nothing
+# downloaded); torch is not among its dependencies, so it leaves the torch above alone.
+if ! python3 -c "import transformers" >/dev/null 2>&1; then
+  echo "setup: transformers (mixccl.train's Hugging Face adapter)"
+  python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore "transformers==5.24.0"
+fi
 
 # Through ccache: the wheel test (tests/wheel) compiles what this build compiles, and takes it
 # from the cache. Paths relative to the repository, and the folder left out of the hash, so

@@ -1,5 +1,6 @@
 """`python -m mixccl.train` (docs/training.md, "mixccl.train")."""
 import argparse
+import importlib
 import importlib.util
 import sys
 
@@ -53,17 +54,25 @@ def parser():
 
 
 def load_parts_factory(text, spec, seed):
-    path, sep, fn = text.rpartition(":")
+    """FILE.py:FUNCTION or a module name (mixccl.train.hf:build_parts); the function is called
+    as FUNCTION(spec, seed, first_layer, last_layer, with_embedding, with_head)."""
+    where, sep, fn = text.rpartition(":")
     if not sep:
-        raise InputError(f"--model-module {text}: give FILE.py:FUNCTION")
-    mod_spec = importlib.util.spec_from_file_location("mixccl_train_user_model", path)
-    if mod_spec is None:
-        raise InputError(f"--model-module {text}: cannot load {path}")
-    module = importlib.util.module_from_spec(mod_spec)
-    mod_spec.loader.exec_module(module)
+        raise InputError(f"--model-module {text}: give FILE.py:FUNCTION or MODULE:FUNCTION")
+    try:
+        if where.endswith(".py"):
+            mod_spec = importlib.util.spec_from_file_location("mixccl_train_user_model", where)
+            if mod_spec is None:
+                raise ImportError(f"cannot load {where}")
+            module = importlib.util.module_from_spec(mod_spec)
+            mod_spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(where)
+    except (ImportError, OSError) as e:
+        raise InputError(f"--model-module {text}: {e}") from None
     build = getattr(module, fn, None)
     if build is None:
-        raise InputError(f"--model-module {text}: {path} has no function {fn}")
+        raise InputError(f"--model-module {text}: {where} has no function {fn}")
     return lambda first, last, emb, head: build(spec, seed, first, last, emb, head)
 
 
