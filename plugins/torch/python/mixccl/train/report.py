@@ -12,8 +12,9 @@ from .pipeline import wait_for
 
 
 class Report:
-    def __init__(self, args, spec, plan, world):
+    def __init__(self, args, spec, plan, world, rank):
         self.args = args
+        self.is_rank0 = rank == 0
         self.spec = spec
         self.world = world
         self.plan_origin = plan.origin if plan is not None else None
@@ -42,10 +43,9 @@ class Report:
                   f"{step_s * 1e3:.1f} ms  {rec['tokens_per_s']:.0f} tok/s  |g| {norm:.3f}  "
                   f"compute {r0['compute_s'] * 1e3:.1f} ms  comm {r0['comm_s'] * 1e3:.1f} ms",
                   flush=True)
-        self.is_rank0 = trainer.rank == 0
 
     def finish(self):
-        if not self.args.report or not getattr(self, "is_rank0", False):
+        if not self.args.report or not self.is_rank0:
             return
         out = {"model": self.spec.name, "plan": self.plan_origin, "ranks": self.world,
                "global_batch_size": self.spec.global_batch_size,

@@ -123,7 +123,8 @@ class Trainer:
         self.step = 0
         if args.resume:
             self.load_checkpoint(args.resume)
-        self.report = Report(args, spec, self.plan if self.distributed else None, self.world)
+        self.report = Report(args, spec, self.plan if self.distributed else None, self.world,
+                             self.rank)
 
     # Checkpoints: one file per rank (its stage's weights, its AdamW state, the step: the data
     # position is a function of the step).
