@@ -18,6 +18,7 @@ class Report:
         self.spec = spec
         self.world = world
         self.plan_origin = plan.origin if plan is not None else None
+        self.plan = plan
         self.steps = []
 
     def add_step(self, trainer, step, loss, norm, step_s, times, peak_bytes):
@@ -47,7 +48,17 @@ class Report:
     def finish(self):
         if not self.args.report or not self.is_rank0:
             return
-        out = {"model": self.spec.name, "plan": self.plan_origin, "ranks": self.world,
+        from .plan import role_of_rank
+        roles = []
+        for r in range(self.world):  # the fields of mixccl-train's report (train/bench/plots.py)
+            ro = role_of_rank(self.plan, r) if self.plan is not None else None
+            roles.append({"rank": r, "replica": ro.replica_number if ro else 0,
+                          "stage": ro.stage if ro else 0,
+                          "layers": [ro.first_layer, ro.last_layer] if ro else
+                          [0, self.spec.num_layers],
+                          "micro_batch": ro.micro_batch if ro else self.spec.global_batch_size,
+                          "device_type": ro.device_type if ro else "", "slowdown": 1.0})
+        out = {"model": self.spec.name, "plan": self.plan_origin, "ranks": roles,
                "global_batch_size": self.spec.global_batch_size,
                "seq_length": self.spec.seq_length, "seed": self.args.seed, "steps": self.steps}
         with open(self.args.report, "w") as f:
