@@ -8,6 +8,7 @@ import torch
 import torch.nn as nn
 
 from .parts import restrict_parts, user_model_parts
+from .spec import InputError
 
 
 class HFDecoderBlock(nn.Module):
@@ -38,7 +39,7 @@ def hf_causal_lm_parts(model):
     """ModelParts of a whole transformers causal LM (embedding, decoder layers, norm + lm_head)."""
     impl = getattr(model.config, "_attn_implementation", None)
     if impl != "sdpa":
-        raise ValueError(f"mixccl.train: the transformers model uses attention "
+        raise InputError(f"the transformers model uses attention "
                          f"'{impl}'; build it with attn_implementation=\"sdpa\" (causal "
                          "attention without a mask tensor)")
     inner = model.model
@@ -50,7 +51,7 @@ def llama_config_from_spec(spec):
     """A transformers LlamaConfig of the planner's model spec (SwiGLU, RMSNorm eps 1e-5)."""
     from transformers import LlamaConfig
     if not spec.gated_mlp:
-        raise ValueError("mixccl.train: a transformers Llama has a gated (SwiGLU) MLP; the model "
+        raise InputError("a transformers Llama has a gated (SwiGLU) MLP; the model "
                          "spec says gated_mlp false")
     return LlamaConfig(vocab_size=spec.vocab_size, hidden_size=spec.hidden_size,
                        intermediate_size=spec.ffn_hidden_size,

@@ -4,6 +4,8 @@ shape) and a head (hidden -> logits). mixccl.train computes the loss (token cros
 itself, so that the token weighting across replicas is the same for every model."""
 import torch.nn as nn
 
+from .spec import InputError
+
 
 class ModelParts(nn.Module):
     """The parts one rank holds: `blocks` maps the global layer index to its module, so that
@@ -62,7 +64,7 @@ def user_model_parts(embedding, blocks, head):
 def restrict_parts(parts, first_layer, last_layer, embedding, head):
     """Drops what the stage does not hold (the modules are freed with their last reference)."""
     if getattr(parts, "user_tied", False) and not (embedding and head):
-        raise ValueError("a user module whose head shares the embedding's weight runs in "
+        raise InputError("a user module whose head shares the embedding's weight runs in "
                          "one-stage replicas only (the stage must hold both)")
     kept = {i: parts.blocks[str(i)] for i in range(first_layer, last_layer)}
     return ModelParts(parts.embedding if embedding else None, kept,

@@ -87,8 +87,9 @@ class Trainer:
         kind = device_kind(self.role.device_type, device_map) if self.distributed else args.device
         if kind == "cuda" and not torch.cuda.is_available():
             raise InputError("--device cuda: this process sees no CUDA device")
-        self.device = local_device(kind, int(os.environ.get("LOCAL_RANK",
-                                                            os.environ.get("MIXCCL_LOCAL_RANK", 0))))
+        local_rank = next((int(os.environ[v]) for v in ("LOCAL_RANK", "MIXCCL_LOCAL_RANK",
+                                                         "SLURM_LOCALID") if v in os.environ), 0)
+        self.device = local_device(kind, local_rank)
         if cluster is not None and "cpu_threads" in cluster.get(self.role.device_type, {}):
             torch.set_num_threads(int(cluster[self.role.device_type]["cpu_threads"]))
         elif args.threads:
