@@ -163,6 +163,7 @@ def build_llama_parts(spec, first_layer, last_layer, embedding, head, seed):
     return parts
 
 
-def weight_decays(name):
-    """AdamW's weight decay applies to matrices and embeddings, not to norm weights."""
-    return not name.endswith("norm.weight")
+def weight_decays(param):
+    """AdamW's weight decay applies to matrices and embeddings, not to vectors (norm weights,
+    biases of a user's module)."""
+    return param.dim() >= 2

@@ -116,10 +116,10 @@ class Trainer:
             self.stage.connect()
         self.sync = GradientSync(self.plan, spec.num_layers, self.rank, self.parts,
                                  spec.tie_embeddings)
-        named = list(self.parts.named_parameters())
+        params = list(self.parts.parameters())
         self.optimizer = torch.optim.AdamW(
-            [{"params": [p for n, p in named if weight_decays(n)], "weight_decay": args.weight_decay},
-             {"params": [p for n, p in named if not weight_decays(n)], "weight_decay": 0.0}],
+            [{"params": [p for p in params if weight_decays(p)], "weight_decay": args.weight_decay},
+             {"params": [p for p in params if not weight_decays(p)], "weight_decay": 0.0}],
             lr=args.lr, betas=(0.9, 0.95), eps=1e-8, foreach=False)
         self.step = 0
         if args.resume:
