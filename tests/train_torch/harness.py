@@ -9,7 +9,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TIMEOUT_S = 120
+TIMEOUT_S = 200  # one launch; generous: 2-6 ranks start torch on a shared 2-core machine
 
 
 def run(cmd, timeout=TIMEOUT_S, env=None):
