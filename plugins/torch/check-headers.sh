@@ -8,8 +8,10 @@ include="${1:?torch include dir}"
 std="${2:-c++17}"
 here="$(cd "$(dirname "$0")" && pwd)"
 pyinc="$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')"
+# cuda_fence.cc includes torch's c10/cuda headers, which include cuda_runtime_api.h.
+cudainc="${CUDA_HOME:-/usr/local/cuda}/include"
 for src in "$here"/csrc/*.cc; do
-  g++ -std="$std" -fsyntax-only -w -I"$include" -I"$include/torch/csrc/api/include" -I"$pyinc" \
+  g++ -std="$std" -fsyntax-only -w -I"$include" -I"$include/torch/csrc/api/include" -I"$pyinc" -I"$cudainc" \
       -I"$here/../../include" -D_GLIBCXX_USE_CXX11_ABI=1 -DTORCH_EXTENSION_NAME=_torch_backend \
       -DTORCH_API_INCLUDE_EXTENSION_H "$src"
   echo "check-headers: $(basename "$src") compiles against $include ($std)"

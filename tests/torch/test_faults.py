@@ -57,16 +57,17 @@ class TestMixcclFaults(unittest.TestCase):
         self.assertEqual(results[0], "raised DistBackendError: mixccl monitored_barrier: Rank 2 "
                                      "failed to pass monitoredBarrier in 2000 ms")
 
-    def test_device_memory_adaptor_is_refused(self):
-        # mixccl's simulated device adaptor (tests/hetero) stands in for nccl: no GPU needed.
+    def test_device_adaptor_without_cuda_raises_at_the_call(self):
+        # mixccl's simulated device adaptor (tests/hetero) stands in for nccl: no GPU needed. The
+        # group forms; the first operation (barrier) would stage through CUDA memory, which this
+        # machine lacks: it raises on the caller's thread.
         simdev = {"MIXCCL_ADAPTOR": "simdev", "MIXCCL_PLUGIN_PATH": os.environ["MIXCCL_SIMDEV_PATH"]}
         codes, results, _ = run_job("device_adaptor", 2, {"FAULT_PG_TIMEOUT_S": "20"},
                                     rank_env={1: simdev})
         self.assertEqual(codes, [0, 0], results)
-        self.assertEqual(results[1], "raised RuntimeError: mixccl: rank 1's adaptor simdev takes "
-                                     "device memory, which the torch backend does not drive yet; "
-                                     "use a host-memory adaptor (MIXCCL_ADAPTOR=host, gloo or "
-                                     "mpi): CUDA tensors are staged through host memory")
+        self.assertEqual(results[1], "raised RuntimeError: mixccl barrier: this rank's adaptor "
+                                     "takes device memory, so its tensors go through CUDA memory, "
+                                     "but torch sees no CUDA device here")
         self.assertRegex(results[0], "^raised DistBackendError: ")  # its peer left
 
     def test_destroy_leaves_no_threads_or_files(self):

@@ -471,6 +471,8 @@ class TestMixcclOps(MixcclTestCase):
         for name in sorted(dir(self)):
             if name.startswith("test_") and name != "test_all":
                 getattr(self, name)()
+        # CPU tensors on host adaptors never touch CUDA (docs/pytorch.md, "CUDA tensors").
+        self.assertFalse(torch.cuda.is_initialized())
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ MixcclBackend::MixcclBackend(c10::intrusive_ptr<c10d::Store> store, std::unique_
       comm_(std::move(comm)),
       timeout_(timeout),
       bySplit_(bySplit),
-      lanes_(std::make_unique<P2PLanes>(store_, comm_->rank(), timeout)),
+      lanes_(std::make_unique<P2PLanes>(store_, comm_->rank(), timeout, comm_->deviceMemory())),
       worker_(std::make_unique<Worker>("mixccl-coll")) {}
 
 MixcclBackend::~MixcclBackend() { shutdown(); }
@@ -25,12 +25,6 @@ c10::intrusive_ptr<MixcclBackend> MixcclBackend::create(
               " is not in a group of size ", size);
   std::unique_ptr<Comm> comm =
       Comm::viaStore(*store, "mixccl/uid", rank, size, timeout, "torch");
-  // Tensors reach mixccl as host pointers (CUDA tensors staged through host memory); an adaptor
-  // that takes device memory would be handed pointers it cannot use.
-  TORCH_CHECK(comm->memory() == "host", "mixccl: rank ", rank, "'s adaptor ", comm->adaptor(),
-              " takes device memory, which the torch backend does not drive yet; use a "
-              "host-memory adaptor (MIXCCL_ADAPTOR=host, gloo or mpi): CUDA tensors are staged "
-              "through host memory");
   return c10::make_intrusive<MixcclBackend>(store, std::move(comm), timeout);
 }
 
@@ -71,19 +65,27 @@ void MixcclBackend::checkPeer(int peer, const char* opName) const {
 c10::intrusive_ptr<c10d::Work> MixcclBackend::enqueue(c10d::OpType type, const char* opName,
                                                       std::vector<at::Tensor> outputs,
                                                       std::chrono::milliseconds timeout,
-                                                      std::function<void(Comm&)> body) {
+                                                      std::function<void(Comm&)> body,
+                                                      const std::vector<at::Tensor>& inputs) {
   checkOpen(opName);
-  auto work = c10::make_intrusive<MixcclWork>(rank_, type, opName, std::move(outputs), timeout);
+  std::vector<at::Tensor> involved = outputs;
+  involved.insert(involved.end(), inputs.begin(), inputs.end());
+  // On this thread: the caller's current stream is the one to order after.
+  OpOrder order = fences_.issue(involved, comm_->deviceMemory(), opName);
+  auto work = c10::make_intrusive<MixcclWork>(rank_, type, opName, std::move(outputs), timeout,
+                                              order);
   ++seq_;
   Comm* comm = comm_.get();
-  worker_->submit([work, comm, body = std::move(body), this] {
-    try {
-      TORCH_CHECK(!aborted_.load(), "mixccl ", work->opName(), ": the process group was aborted");
-      body(*comm);
-      work->markDone();
-    } catch (...) {
-      work->markFailed(std::current_exception());
+  worker_->submit([work, comm, body = std::move(body), order, this] {
+    if (aborted_.load()) {
+      try {
+        TORCH_CHECK(false, "mixccl ", work->opName(), ": the process group was aborted");
+      } catch (...) {
+        work->markFailed(std::current_exception());
+      }
+      return;
     }
+    runOrdered(order, *work, *comm, body);
   });
   return work;
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "comm.h"
+#include "op_order.h"
 #include "p2p_lanes.h"
 #include "worker.h"
 #include "work.h"
@@ -98,10 +99,13 @@ class MixcclBackend : public c10d::Backend {
 
  private:
   // Enqueues body (run on the worker, on this group's communicator) behind a new Work.
+  // inputs: the tensors the call reads besides outputs; with outputs they decide its route
+  // (placement.h) and, for CUDA tensors, are kept for the internal stream.
   c10::intrusive_ptr<c10d::Work> enqueue(c10d::OpType type, const char* opName,
                                          std::vector<at::Tensor> outputs,
                                          std::chrono::milliseconds timeout,
-                                         std::function<void(Comm&)> body);
+                                         std::function<void(Comm&)> body,
+                                         const std::vector<at::Tensor>& inputs = {});
   std::chrono::milliseconds timeoutOr(std::chrono::milliseconds opTimeout) const;
   void checkOpen(const char* opName) const;
   void checkRoot(int root, const char* opName) const;
@@ -115,6 +119,7 @@ class MixcclBackend : public c10d::Backend {
   std::atomic<bool> aborted_{false};
   std::atomic<bool> shutDown_{false};
   std::unique_ptr<P2PLanes> lanes_;
+  FenceSource fences_;              // the worker's internal CUDA streams
   std::unique_ptr<Worker> worker_;  // declared last: joined first
 };
 

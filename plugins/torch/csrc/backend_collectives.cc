@@ -18,10 +18,11 @@ void checkList(const std::vector<at::Tensor>& list, const at::Tensor& like, size
   for (const at::Tensor& t : list) checkMatches(t, like.scalar_type(), like.numel(), opName, what);
 }
 
-// Flat [size * numel] staging of a per-rank tensor list, in rank order.
-at::Tensor stackFlat(const std::vector<at::Tensor>& list) {
+// Flat [size * numel] staging of a per-rank tensor list, in rank order, on the device of the
+// operation's buffers (Comm::bufferDevice).
+at::Tensor stackFlat(const std::vector<at::Tensor>& list, c10::Device device) {
   std::vector<at::Tensor> flat;
-  for (const at::Tensor& t : list) flat.push_back(t.to(at::kCPU).reshape({-1}));
+  for (const at::Tensor& t : list) flat.push_back(t.to(device).reshape({-1}));
   return at::cat(flat);
 }
 
@@ -91,10 +92,10 @@ c10::intrusive_ptr<c10d::Work> MixcclBackend::allgather(
   return enqueue(c10d::OpType::ALLGATHER, "allgather", outs, timeoutOr(opts.timeout),
                  [in, outs](Comm& comm) {
                    at::Tensor flat = at::empty({in.numel() * comm.size()},
-                                               in.options().device(at::kCPU));
+                                               in.options().device(comm.bufferDevice()));
                    runAllgather(comm, flat, in);
                    scatterFlat(flat, outs);
-                 });
+                 }, {in});
 }
 
 c10::intrusive_ptr<c10d::Work> MixcclBackend::_allgather_base(at::Tensor& output,
@@ -105,7 +106,7 @@ c10::intrusive_ptr<c10d::Work> MixcclBackend::_allgather_base(at::Tensor& output
   at::Tensor out = output, in = input;
   return enqueue(c10d::OpType::_ALLGATHER_BASE, "all_gather_into_tensor", {output},
                  timeoutOr(opts.timeout),
-                 [out, in](Comm& comm) { runAllgather(comm, out, in); });
+                 [out, in](Comm& comm) { runAllgather(comm, out, in); }, {input});
 }
 
 c10::intrusive_ptr<c10d::Work> MixcclBackend::allgather_coalesced(
@@ -129,13 +130,13 @@ c10::intrusive_ptr<c10d::Work> MixcclBackend::allgather_coalesced(
                  timeoutOr(opts.timeout), [outs, ins](Comm& comm) {
                    for (size_t i = 0; i < ins.size(); ++i) {
                      at::Tensor flat = at::empty({ins[i].numel() * comm.size()},
-                                                 ins[i].options().device(at::kCPU));
+                                                 ins[i].options().device(comm.bufferDevice()));
                      runAllgather(comm, flat, ins[i]);
                      std::vector<at::Tensor> column;
                      for (const auto& list : outs) column.push_back(list[i]);
                      scatterFlat(flat, column);
                    }
-                 });
+                 }, ins);
 }
 
 c10::intrusive_ptr<c10d::Work> MixcclBackend::allgather_into_tensor_coalesced(
@@ -150,7 +151,7 @@ c10::intrusive_ptr<c10d::Work> MixcclBackend::allgather_into_tensor_coalesced(
   return enqueue(c10d::OpType::COALESCED, "all_gather_into_tensor_coalesced", outputs,
                  timeoutOr(opts.timeout), [outs, ins](Comm& comm) {
                    for (size_t i = 0; i < ins.size(); ++i) runAllgather(comm, outs[i], ins[i]);
-                 });
+                 }, ins);
 }
 
 c10::intrusive_ptr<c10d::Work> MixcclBackend::gather(std::vector<std::vector<at::Tensor>>& outputs,
@@ -173,10 +174,11 @@ c10::intrusive_ptr<c10d::Work> MixcclBackend::gather(std::vector<std::vector<at:
                  [in, outs, root](Comm& comm) {
                    at::Tensor flat;
                    if (comm.rank() == root)
-                     flat = at::empty({in.numel() * comm.size()}, in.options().device(at::kCPU));
+                     flat = at::empty({in.numel() * comm.size()},
+                                      in.options().device(comm.bufferDevice()));
                    runGather(comm, flat, in, root);
                    if (comm.rank() == root) scatterFlat(flat, outs);
-                 });
+                 }, {in});
 }
 
 c10::intrusive_ptr<c10d::Work> MixcclBackend::scatter(std::vector<at::Tensor>& outputs,
@@ -198,9 +200,9 @@ c10::intrusive_ptr<c10d::Work> MixcclBackend::scatter(std::vector<at::Tensor>& o
   return enqueue(c10d::OpType::SCATTER, "scatter", outputs, timeoutOr(opts.timeout),
                  [out, ins, root](Comm& comm) {
                    at::Tensor flat;
-                   if (comm.rank() == root) flat = stackFlat(ins);
+                   if (comm.rank() == root) flat = stackFlat(ins, comm.bufferDevice());
                    runScatter(comm, out, flat, root);
-                 });
+                 }, ins);
 }
 
 c10::intrusive_ptr<c10d::Work> MixcclBackend::reduce_scatter(
@@ -213,7 +215,9 @@ c10::intrusive_ptr<c10d::Work> MixcclBackend::reduce_scatter(
   checkList(ins, out, static_cast<size_t>(size_), "reduce_scatter", "an input");
   Reduction how = reductionFor(opts.reduceOp, out.scalar_type(), "reduce_scatter");
   return enqueue(c10d::OpType::REDUCE_SCATTER, "reduce_scatter", outputs, timeoutOr(opts.timeout),
-                 [out, ins, how](Comm& comm) { runReduceScatter(comm, out, stackFlat(ins), how); });
+                 [out, ins, how](Comm& comm) {
+                   runReduceScatter(comm, out, stackFlat(ins, comm.bufferDevice()), how);
+                 }, ins);
 }
 
 c10::intrusive_ptr<c10d::Work> MixcclBackend::_reduce_scatter_base(
@@ -224,7 +228,7 @@ c10::intrusive_ptr<c10d::Work> MixcclBackend::_reduce_scatter_base(
   at::Tensor out = output, in = input;
   return enqueue(c10d::OpType::_REDUCE_SCATTER_BASE, "reduce_scatter_tensor", {output},
                  timeoutOr(opts.timeout),
-                 [out, in, how](Comm& comm) { runReduceScatter(comm, out, in, how); });
+                 [out, in, how](Comm& comm) { runReduceScatter(comm, out, in, how); }, {input});
 }
 
 c10::intrusive_ptr<c10d::Work> MixcclBackend::reduce_scatter_tensor_coalesced(
@@ -244,7 +248,7 @@ c10::intrusive_ptr<c10d::Work> MixcclBackend::reduce_scatter_tensor_coalesced(
                  timeoutOr(opts.timeout), [outs, ins, hows](Comm& comm) {
                    for (size_t i = 0; i < ins.size(); ++i)
                      runReduceScatter(comm, outs[i], ins[i], hows[i]);
-                 });
+                 }, ins);
 }
 
 c10::intrusive_ptr<c10d::Work> MixcclBackend::alltoall_base(at::Tensor& output, at::Tensor& input,
@@ -286,7 +290,7 @@ c10::intrusive_ptr<c10d::Work> MixcclBackend::alltoall_base(at::Tensor& output, 
   return enqueue(c10d::OpType::ALLTOALL_BASE, "all_to_all_single", {output},
                  timeoutOr(opts.timeout), [out, in, sendCounts, recvCounts](Comm& comm) {
                    runAlltoallv(comm, out, in, sendCounts, recvCounts);
-                 });
+                 }, {input});
 }
 
 c10::intrusive_ptr<c10d::Work> MixcclBackend::alltoall(std::vector<at::Tensor>& outputs,
@@ -305,7 +309,7 @@ c10::intrusive_ptr<c10d::Work> MixcclBackend::alltoall(std::vector<at::Tensor>& 
                "this rank's own output");
   std::vector<at::Tensor> outs = outputs, ins = inputs;
   return enqueue(c10d::OpType::ALLTOALL, "all_to_all", outputs, timeoutOr(opts.timeout),
-                 [outs, ins](Comm& comm) { runAlltoallList(comm, outs, ins); });
+                 [outs, ins](Comm& comm) { runAlltoallList(comm, outs, ins); }, ins);
 }
 
 }  // namespace mixccl_torch

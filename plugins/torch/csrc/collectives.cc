@@ -1,25 +1,31 @@
 #include "collectives.h"
 
-#include <c10/util/Exception.h>
+#include "comm_buffer.h"
 
-#include <cstring>
+#include <c10/util/Exception.h>
 
 namespace mixccl_torch {
 
 namespace {
 
+// A contiguous buffer's bytes as a flat uint8 tensor (same memory).
+at::Tensor bytesOf(const CommBuffer& buf) {
+  return at::from_blob(buf.data(), {static_cast<int64_t>(buf.bytes())},
+                       buf.tensor().options().dtype(at::kByte));
+}
+
 // Rank r's bytes of every rank, as rows of a [size, numel] tensor of input's dtype.
-at::Tensor gatherRows(Comm& comm, const HostBuffer& in) {
+at::Tensor gatherRows(Comm& comm, const CommBuffer& in) {
   at::Tensor rows = at::empty({comm.size(), static_cast<int64_t>(in.numel())},
-                              in.host().options());
+                              in.tensor().options());
   comm.check(mixcclAllGather(in.data(), rows.data_ptr(), in.bytes(), mixcclUint8, comm.get(),
-                             nullptr),
+                             comm.stream()),
              "allgather");
   return rows;
 }
 
 // mixccl has no bitwise reductions: every rank folds all ranks' inputs the same way.
-at::Tensor bitwiseReduce(Comm& comm, const HostBuffer& in, c10d::ReduceOp::RedOpType op) {
+at::Tensor bitwiseReduce(Comm& comm, const CommBuffer& in, c10d::ReduceOp::RedOpType op) {
   at::Tensor rows = gatherRows(comm, in);
   at::Tensor acc = rows[0].clone();
   for (int r = 1; r < comm.size(); ++r) {
@@ -30,11 +36,11 @@ at::Tensor bitwiseReduce(Comm& comm, const HostBuffer& in, c10d::ReduceOp::RedOp
   return acc;
 }
 
-void allreduceInPlace(Comm& comm, HostBuffer& buf, const Reduction& how) {
-  at::ScalarType dtype = buf.host().scalar_type();
+void allreduceInPlace(Comm& comm, CommBuffer& buf, const Reduction& how) {
+  at::ScalarType dtype = buf.tensor().scalar_type();
   mixcclDataType_t type = mixcclTypeOf(dtype, "allreduce");
   if (how.kind == Reduction::kBitwise) {
-    buf.host().view({-1}).copy_(bitwiseReduce(comm, buf, how.bitwise));
+    buf.tensor().view({-1}).copy_(bitwiseReduce(comm, buf, how.bitwise));
     return;
   }
   mixcclRedOp_t op = how.op;
@@ -45,7 +51,7 @@ void allreduceInPlace(Comm& comm, HostBuffer& buf, const Reduction& how) {
                "PREMUL_SUM");
   }
   mixcclResult_t r = mixcclAllReduce(buf.data(), buf.data(), buf.numel(), type, op, comm.get(),
-                                     nullptr);
+                                     comm.stream());
   if (how.kind == Reduction::kPreMulSum) mixcclRedOpDestroy(op, comm.get());
   comm.check(r, "allreduce");
 }
@@ -53,76 +59,76 @@ void allreduceInPlace(Comm& comm, HostBuffer& buf, const Reduction& how) {
 }  // namespace
 
 void runAllreduce(Comm& comm, const at::Tensor& tensor, const Reduction& how) {
-  HostBuffer buf(tensor, true);
+  CommBuffer buf(comm, tensor, true);
   allreduceInPlace(comm, buf, how);
   buf.writeBack();
 }
 
 void runBroadcast(Comm& comm, const at::Tensor& tensor, int root) {
-  HostBuffer buf(tensor, true);
+  CommBuffer buf(comm, tensor, true);
   comm.check(mixcclBroadcast(buf.data(), buf.data(), buf.bytes(), mixcclUint8, root, comm.get(),
-                             nullptr),
+                             comm.stream()),
              "broadcast");
   if (comm.rank() != root) buf.writeBack();
 }
 
 void runReduce(Comm& comm, const at::Tensor& tensor, const Reduction& how, int root) {
-  HostBuffer buf(tensor, true);
+  CommBuffer buf(comm, tensor, true);
   if (how.kind != Reduction::kNative) {
     // Bitwise and pre-multiplied reductions reuse the AllReduce path; only root keeps it.
     allreduceInPlace(comm, buf, how);
   } else {
-    mixcclDataType_t type = mixcclTypeOf(buf.host().scalar_type(), "reduce");
+    mixcclDataType_t type = mixcclTypeOf(buf.tensor().scalar_type(), "reduce");
     comm.check(mixcclReduce(buf.data(), buf.data(), buf.numel(), type, how.op, root, comm.get(),
-                            nullptr),
+                            comm.stream()),
                "reduce");
   }
   if (comm.rank() == root) buf.writeBack();
 }
 
 void runAllgather(Comm& comm, const at::Tensor& output, const at::Tensor& input) {
-  HostBuffer in(input, true);
-  HostBuffer out(output, false);
-  comm.check(mixcclAllGather(in.data(), out.data(), in.bytes(), mixcclUint8, comm.get(), nullptr),
+  CommBuffer in(comm, input, true);
+  CommBuffer out(comm, output, false);
+  comm.check(mixcclAllGather(in.data(), out.data(), in.bytes(), mixcclUint8, comm.get(), comm.stream()),
              "allgather");
   out.writeBack();
 }
 
 void runGather(Comm& comm, const at::Tensor& output, const at::Tensor& input, int root) {
-  HostBuffer in(input, true);
+  CommBuffer in(comm, input, true);
   bool isRoot = comm.rank() == root;
-  std::unique_ptr<HostBuffer> out;
-  if (isRoot) out = std::make_unique<HostBuffer>(output, false);
+  std::unique_ptr<CommBuffer> out;
+  if (isRoot) out = std::make_unique<CommBuffer>(comm, output, false);
   comm.check(mixcclGather(in.data(), isRoot ? out->data() : nullptr, in.bytes(), mixcclUint8,
-                          root, comm.get(), nullptr),
+                          root, comm.get(), comm.stream()),
              "gather");
   if (isRoot) out->writeBack();
 }
 
 void runScatter(Comm& comm, const at::Tensor& output, const at::Tensor& input, int root) {
-  HostBuffer out(output, false);
+  CommBuffer out(comm, output, false);
   bool isRoot = comm.rank() == root;
-  std::unique_ptr<HostBuffer> in;
-  if (isRoot) in = std::make_unique<HostBuffer>(input, true);
+  std::unique_ptr<CommBuffer> in;
+  if (isRoot) in = std::make_unique<CommBuffer>(comm, input, true);
   comm.check(mixcclScatter(isRoot ? in->data() : nullptr, out.data(), out.bytes(), mixcclUint8,
-                           root, comm.get(), nullptr),
+                           root, comm.get(), comm.stream()),
              "scatter");
   out.writeBack();
 }
 
 void runReduceScatter(Comm& comm, const at::Tensor& output, const at::Tensor& input,
                       const Reduction& how) {
-  HostBuffer out(output, false);
+  CommBuffer out(comm, output, false);
   if (how.kind != Reduction::kNative) {
-    HostBuffer whole(input, true);
+    CommBuffer whole(comm, input, true);
     allreduceInPlace(comm, whole, how);
     int64_t n = static_cast<int64_t>(out.numel());
-    out.host().view({-1}).copy_(whole.host().view({-1}).narrow(0, comm.rank() * n, n));
+    out.tensor().view({-1}).copy_(whole.tensor().view({-1}).narrow(0, comm.rank() * n, n));
   } else {
-    HostBuffer in(input, true);
-    mixcclDataType_t type = mixcclTypeOf(in.host().scalar_type(), "reduce_scatter");
+    CommBuffer in(comm, input, true);
+    mixcclDataType_t type = mixcclTypeOf(in.tensor().scalar_type(), "reduce_scatter");
     comm.check(mixcclReduceScatter(in.data(), out.data(), out.numel(), type, how.op, comm.get(),
-                                   nullptr),
+                                   comm.stream()),
                "reduce_scatter");
   }
   out.writeBack();
@@ -130,9 +136,9 @@ void runReduceScatter(Comm& comm, const at::Tensor& output, const at::Tensor& in
 
 void runAlltoallv(Comm& comm, const at::Tensor& output, const at::Tensor& input,
                   const std::vector<int64_t>& sendCounts, const std::vector<int64_t>& recvCounts) {
-  HostBuffer in(input, true);
-  HostBuffer out(output, false);
-  const size_t elem = in.host().element_size();
+  CommBuffer in(comm, input, true);
+  CommBuffer out(comm, output, false);
+  const size_t elem = in.tensor().element_size();
   const char* src = static_cast<const char*>(in.data());
   char* dst = static_cast<char*>(out.data());
   // All sends and receives of the exchange in one group: in flight together, no ordering
@@ -144,10 +150,12 @@ void runAlltoallv(Comm& comm, const at::Tensor& output, const at::Tensor& input,
     size_t sendBytes = static_cast<size_t>(sendCounts[peer]) * elem;
     size_t recvBytes = static_cast<size_t>(recvCounts[peer]) * elem;
     if (peer == comm.rank()) {
-      std::memcpy(dst + recvOff, src + sendOff, sendBytes);  // equal: checked by the caller
-    } else if (sendBytes) r = mixcclSend(src + sendOff, sendBytes, mixcclUint8, peer, comm.get(), nullptr);
+      // Its own block (equal sizes: checked by the caller), by a tensor copy: on a device
+      // adaptor the buffers are device memory, copied on the stream.
+      bytesOf(out).narrow(0, recvOff, sendBytes).copy_(bytesOf(in).narrow(0, sendOff, sendBytes));
+    } else if (sendBytes) r = mixcclSend(src + sendOff, sendBytes, mixcclUint8, peer, comm.get(), comm.stream());
     if (r == mixcclSuccess && recvBytes && peer != comm.rank())
-      r = mixcclRecv(dst + recvOff, recvBytes, mixcclUint8, peer, comm.get(), nullptr);
+      r = mixcclRecv(dst + recvOff, recvBytes, mixcclUint8, peer, comm.get(), comm.stream());
     sendOff += sendBytes;
     recvOff += recvBytes;
   }
@@ -158,21 +166,21 @@ void runAlltoallv(Comm& comm, const at::Tensor& output, const at::Tensor& input,
 
 void runAlltoallList(Comm& comm, const std::vector<at::Tensor>& outputs,
                      const std::vector<at::Tensor>& inputs) {
-  std::vector<std::unique_ptr<HostBuffer>> ins, outs;
-  for (const at::Tensor& t : inputs) ins.push_back(std::make_unique<HostBuffer>(t, true));
-  for (const at::Tensor& t : outputs) outs.push_back(std::make_unique<HostBuffer>(t, false));
+  std::vector<std::unique_ptr<CommBuffer>> ins, outs;
+  for (const at::Tensor& t : inputs) ins.push_back(std::make_unique<CommBuffer>(comm, t, true));
+  for (const at::Tensor& t : outputs) outs.push_back(std::make_unique<CommBuffer>(comm, t, false));
   comm.check(mixcclGroupStart(), "alltoall");
   mixcclResult_t r = mixcclSuccess;
   for (int peer = 0; peer < comm.size() && r == mixcclSuccess; ++peer) {
     if (peer == comm.rank()) {
-      std::memcpy(outs[peer]->data(), ins[peer]->data(), ins[peer]->bytes());
+      outs[peer]->tensor().view({-1}).copy_(ins[peer]->tensor().view({-1}));
       continue;
     }
     if (ins[peer]->bytes())
-      r = mixcclSend(ins[peer]->data(), ins[peer]->bytes(), mixcclUint8, peer, comm.get(), nullptr);
+      r = mixcclSend(ins[peer]->data(), ins[peer]->bytes(), mixcclUint8, peer, comm.get(), comm.stream());
     if (r == mixcclSuccess && outs[peer]->bytes())
       r = mixcclRecv(outs[peer]->data(), outs[peer]->bytes(), mixcclUint8, peer, comm.get(),
-                     nullptr);
+                     comm.stream());
   }
   mixcclResult_t end = mixcclGroupEnd();
   comm.check(r != mixcclSuccess ? r : end, "alltoall");
@@ -180,8 +188,9 @@ void runAlltoallList(Comm& comm, const std::vector<at::Tensor>& outputs,
 }
 
 void runBarrier(Comm& comm) {
-  uint8_t token = 0;
-  comm.check(mixcclAllReduce(&token, &token, 1, mixcclUint8, mixcclMax, comm.get(), nullptr),
+  at::Tensor token = at::zeros({1}, at::TensorOptions().dtype(at::kByte).device(comm.bufferDevice()));
+  comm.check(mixcclAllReduce(token.data_ptr(), token.data_ptr(), 1, mixcclUint8, mixcclMax,
+                             comm.get(), comm.stream()),
              "barrier");
 }
 

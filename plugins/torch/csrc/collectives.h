@@ -1,5 +1,6 @@
 // The mixccl calls behind each torch collective, run on the backend's worker thread. Inputs
-// were checked on the caller's thread; these stage through HostBuffer and write results back.
+// were checked on the caller's thread; these stage through CommBuffer where the tensor is not
+// already a buffer of the operation's memory, and write results back.
 #pragma once
 
 #include "comm.h"

@@ -72,6 +72,14 @@ std::unique_ptr<Comm> Comm::split(Comm& parent, int color, int key,
   return std::unique_ptr<Comm>(new Comm(child, rank, size));
 }
 
+Comm::Comm(mixcclComm_t comm, int rank, int size) : comm_(comm), rank_(rank), size_(size) {
+  // Asked here without throwing, so that a failure cannot leak the communicator: an adaptor
+  // that cannot say is taken as host memory, as the host adaptor's.
+  char value[16] = {0};
+  deviceMemory_ = mixcclCommInspect(comm_, "memory", value, sizeof(value)) == mixcclSuccess &&
+                  std::strcmp(value, "device") == 0;
+}
+
 Comm::~Comm() {
   // After an abort the handle is already released by mixcclCommAbort.
   if (!aborted_) mixcclCommDestroy(comm_);

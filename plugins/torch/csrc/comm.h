@@ -4,6 +4,7 @@
 
 #include <mixccl.h>
 
+#include <c10/core/Device.h>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <chrono>
@@ -40,13 +41,27 @@ class Comm {
   std::string adaptor() const;
   // Where its buffers live: "host" or "device".
   std::string memory() const;
+  // memory() == "device", asked once.
+  bool deviceMemory() const { return deviceMemory_; }
+
+  // The current operation's buffers and the stream its mixccl calls take: set by runOrdered
+  // (op_order.h) on the worker for one operation; host memory and NULL otherwise.
+  void setOpBuffers(c10::Device device, mixcclStream_t stream) {
+    bufferDevice_ = device;
+    stream_ = stream;
+  }
+  c10::Device bufferDevice() const { return bufferDevice_; }
+  mixcclStream_t stream() const { return stream_; }
 
  private:
-  Comm(mixcclComm_t comm, int rank, int size) : comm_(comm), rank_(rank), size_(size) {}
+  Comm(mixcclComm_t comm, int rank, int size);
   mixcclComm_t comm_;
   int rank_;
   int size_;
+  bool deviceMemory_;
   bool aborted_ = false;
+  c10::Device bufferDevice_{c10::kCPU};
+  mixcclStream_t stream_ = nullptr;
 };
 
 // mixccl's timeout is whole seconds; torch's is milliseconds. Rounds up, at least 1.

@@ -1,5 +1,6 @@
 // The Python module mixccl._torch_backend: what mixccl.torch needs to register the backend.
 #include "backend.h"
+#include "device_fence.h"
 
 #include <pybind11/chrono.h>
 #include <torch/extension.h>
@@ -36,6 +37,8 @@ PYBIND11_MODULE(_torch_backend, m) {
           },
           py::arg("store"), py::arg("key"), py::arg("timeout"),
           py::call_guard<py::gil_scoped_release>());
+
+  m.attr("cuda_built") = mixccl_torch::cudaFenceBuilt();
 
   m.def("create_backend", &MixcclBackend::create, py::arg("store"), py::arg("rank"),
         py::arg("size"), py::arg("timeout"), py::call_guard<py::gil_scoped_release>(),

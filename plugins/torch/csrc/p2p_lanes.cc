@@ -1,5 +1,6 @@
 #include "p2p_lanes.h"
 
+#include "comm_buffer.h"
 #include "types.h"
 
 #include <c10/util/Exception.h>
@@ -13,13 +14,14 @@ struct P2PLanes::Lane {
   std::mutex commMutex;        // guards comm between the lane thread and abort()
   std::unique_ptr<Comm> comm;  // created on the lane thread by the first transfer
   bool aborted = false;
+  FenceSource fences;          // the lane's internal CUDA streams
   Worker worker;
   explicit Lane(std::string name) : worker(std::move(name)) {}
 };
 
 P2PLanes::P2PLanes(c10::intrusive_ptr<c10d::Store> store, int rank,
-                   std::chrono::milliseconds timeout)
-    : store_(std::move(store)), rank_(rank), timeout_(timeout) {}
+                   std::chrono::milliseconds timeout, bool deviceMemory)
+    : store_(std::move(store)), rank_(rank), timeout_(timeout), deviceMemory_(deviceMemory) {}
 
 P2PLanes::~P2PLanes() {
   stopping_.store(true);  // a probing receive from any source gives up instead of its timeout
@@ -70,35 +72,38 @@ void P2PLanes::ensureComm(Lane& l, int peer, int tag, bool sending) {
 c10::intrusive_ptr<MixcclWork> P2PLanes::transfer(const at::Tensor& tensor, int peer, int tag,
                                                   bool sending) {
   const char* opName = sending ? "send" : "recv";
-  auto work = c10::make_intrusive<MixcclWork>(
-      rank_, sending ? c10d::OpType::SEND : c10d::OpType::RECV, opName,
-      std::vector<at::Tensor>{tensor}, timeout_);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     TORCH_CHECK(!aborted_, "mixccl ", opName, ": the process group was aborted");
   }
   Lane& l = lane(peer, sending, tag);
-  l.worker.submit([this, &l, work, tensor, sending, peer, tag, opName] {
+  OpOrder order = l.fences.issue({tensor}, deviceMemory_, opName);
+  auto work = c10::make_intrusive<MixcclWork>(
+      rank_, sending ? c10d::OpType::SEND : c10d::OpType::RECV, opName,
+      std::vector<at::Tensor>{tensor}, timeout_, order);
+  l.worker.submit([this, &l, work, tensor, sending, peer, tag, opName, order] {
     try {
-      HostBuffer buf(tensor, sending);
       {
         std::lock_guard<std::mutex> lock(l.commMutex);
         TORCH_CHECK(!l.aborted, "mixccl ", opName, ": the process group was aborted");
       }
       ensureComm(l, peer, tag, sending);
-      // Bytes, not elements: point-to-point needs no arithmetic, so every dtype travels.
-      if (sending) {
-        l.comm->check(mixcclSend(buf.data(), buf.bytes(), mixcclUint8, 1, l.comm->get(), nullptr),
-                      "send");
-      } else {
-        l.comm->check(mixcclRecv(buf.data(), buf.bytes(), mixcclUint8, 0, l.comm->get(), nullptr),
-                      "recv");
-        buf.writeBack();
-      }
-      work->markDone();
     } catch (...) {
       work->markFailed(std::current_exception());
+      return;
     }
+    runOrdered(order, *work, *l.comm, [&](Comm& comm) {
+      CommBuffer buf(comm, tensor, sending);
+      // Bytes, not elements: point-to-point needs no arithmetic, so every dtype travels.
+      if (sending) {
+        comm.check(mixcclSend(buf.data(), buf.bytes(), mixcclUint8, 1, comm.get(), comm.stream()),
+                   "send");
+      } else {
+        comm.check(mixcclRecv(buf.data(), buf.bytes(), mixcclUint8, 0, comm.get(), comm.stream()),
+                   "recv");
+        buf.writeBack();
+      }
+    });
   });
   return work;
 }
@@ -137,6 +142,10 @@ c10::intrusive_ptr<MixcclWork> P2PLanes::recvAnySource(const at::Tensor& tensor,
   }
   TORCH_CHECK(groupSize > 1, "mixccl recv (any source): rank ", rank_,
               " is alone in its group: no rank could send to it");
+  // The probing lanes take the message on their own threads, outside the stream ordering of
+  // CUDA tensors (op_order.h).
+  TORCH_CHECK(!tensor.is_cuda(), "mixccl recv (any source): CUDA tensors are not supported; "
+              "name the source (recv(tensor, src)) or receive into a CPU tensor");
   // An empty tensor's send moves no message, so there would be nothing to find.
   TORCH_CHECK(tensor.numel() > 0, "mixccl recv (any source): the tensor is empty; a receive "
               "from any source needs at least one element (name the source for an empty one)");
@@ -175,7 +184,7 @@ void P2PLanes::probeLane(Lane& l, int peer, AnySource& any) {
         if (flag) {
           if (!any.claim()) return;  // another lane took the receive; this message stays
           owner = true;
-          HostBuffer buf(any.tensor, false);
+          CommBuffer buf(*l.comm, any.tensor, false);
           TORCH_CHECK(bytes == buf.bytes(), "mixccl recv (any source): rank ", peer, " sent ",
                       bytes, " bytes with tag ", any.tag, " to a receive of ", buf.bytes(),
                       " bytes (the message stays for a receive of its size)");

@@ -7,9 +7,12 @@
 // A receive from any source probes (mixcclIprobe) every other rank's lane of its tag, each on
 // that lane's own thread so it queues behind the lane's earlier receives; the first lane where a
 // message has arrived takes it, the others stop probing and leave their messages in place.
+// CUDA tensors are ordered as the group's collectives are (op_order.h), on an internal stream
+// of the lane's own, so a transfer that waits for its peer holds up no other lane.
 #pragma once
 
 #include "comm.h"
+#include "op_order.h"
 #include "worker.h"
 #include "work.h"
 
@@ -26,7 +29,9 @@ namespace mixccl_torch {
 
 class P2PLanes {
  public:
-  P2PLanes(c10::intrusive_ptr<c10d::Store> store, int rank, std::chrono::milliseconds timeout);
+  // deviceMemory: the ranks' adaptor takes device memory (the lanes' communicators use it too).
+  P2PLanes(c10::intrusive_ptr<c10d::Store> store, int rank, std::chrono::milliseconds timeout,
+           bool deviceMemory);
   ~P2PLanes();  // finishes queued transfers, then frees every lane
 
   c10::intrusive_ptr<MixcclWork> send(const at::Tensor& tensor, int peer, int tag);
@@ -53,6 +58,7 @@ class P2PLanes {
   c10::intrusive_ptr<c10d::Store> store_;
   int rank_;
   std::chrono::milliseconds timeout_;
+  bool deviceMemory_;
   std::mutex mutex_;
   bool aborted_ = false;
   std::atomic<bool> stopping_{false};  // aborted or being destroyed: probes give up

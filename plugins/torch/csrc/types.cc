@@ -94,22 +94,6 @@ Reduction reductionFor(const c10d::ReduceOp& op, at::ScalarType dtype, const cha
   TORCH_CHECK(false, "mixccl ", opName, ": ReduceOp.", opNameOf(kind), " is not supported");
 }
 
-HostBuffer::HostBuffer(const at::Tensor& tensor, bool copyIn) : original_(tensor) {
-  copied_ = !(tensor.device().is_cpu() && tensor.is_contiguous());
-  if (!copied_) {
-    host_ = tensor;
-  } else if (copyIn) {
-    host_ = tensor.to(at::kCPU).contiguous();
-    if (host_.data_ptr() == tensor.data_ptr()) host_ = host_.clone();
-  } else {
-    host_ = at::empty(tensor.sizes(), tensor.options().device(at::kCPU));
-  }
-}
-
-void HostBuffer::writeBack() {
-  if (copied_) original_.copy_(host_);
-}
-
 const at::Tensor& onlyTensor(const std::vector<at::Tensor>& tensors, const char* opName) {
   TORCH_CHECK(tensors.size() == 1, "mixccl ", opName, ": expects one tensor, got ",
               tensors.size());

@@ -1,5 +1,5 @@
-// How torch dtypes and reduce ops map onto mixccl's, and where a tensor's bytes live while
-// mixccl works on them.
+// How torch dtypes and reduce ops map onto mixccl's, and the argument checks shared by the
+// backend's calls.
 #pragma once
 
 #include <mixccl.h>
@@ -27,24 +27,6 @@ struct Reduction {
 // BAND/BOR/BXOR on integers gather every rank's input and fold locally (mixccl has no bitwise
 // reductions). AVG on bool, bitwise ops on floating types: refused as torch's reference does.
 Reduction reductionFor(const c10d::ReduceOp& op, at::ScalarType dtype, const char* opName);
-
-// A tensor's data as one contiguous CPU buffer: the tensor itself when it already is one,
-// otherwise a copy (non-contiguous or CUDA tensors) that writeBack() copies into the original.
-class HostBuffer {
- public:
-  // copyIn: whether the current values are needed (inputs and in-place outputs).
-  HostBuffer(const at::Tensor& tensor, bool copyIn);
-  void* data() const { return host_.data_ptr(); }
-  size_t bytes() const { return host_.nbytes(); }
-  size_t numel() const { return static_cast<size_t>(host_.numel()); }
-  const at::Tensor& host() const { return host_; }
-  void writeBack();
-
- private:
-  at::Tensor original_;
-  at::Tensor host_;
-  bool copied_;
-};
 
 // The one tensor of a single-tensor call; throws "mixccl <op>: expects one tensor, got N".
 const at::Tensor& onlyTensor(const std::vector<at::Tensor>& tensors, const char* opName);

@@ -5,13 +5,16 @@
 namespace mixccl_torch {
 
 MixcclWork::MixcclWork(int rank, c10d::OpType opType, std::string opName,
-                       std::vector<at::Tensor> outputs, std::chrono::milliseconds timeout)
+                       std::vector<at::Tensor> outputs, std::chrono::milliseconds timeout,
+                       OpOrder order)
     : c10d::Work(rank, opType),
       opName_(std::move(opName)),
       outputs_(std::move(outputs)),
       timeout_(timeout),
-      future_(c10::make_intrusive<c10::ivalue::Future>(
-          c10::ListType::create(c10::TensorType::get()))) {}
+      order_(std::move(order)),
+      // CUDA-aware for CUDA tensors: whoever waits on it has its stream wait for the operation.
+      future_(order_.placement.orderedAfterCaller ? order_.fence->makeFuture()
+                                                  : HostFence().makeFuture()) {}
 
 void MixcclWork::markDone() {
   finish();
@@ -25,8 +28,7 @@ void MixcclWork::markFailed(std::exception_ptr error) {
   future_->setError(error);
 }
 
-bool MixcclWork::wait(std::chrono::milliseconds timeout) {
-  std::chrono::milliseconds limit = timeout == kNoTimeout ? timeout_ : timeout;
+void MixcclWork::waitForWorker(std::chrono::milliseconds limit) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (!cv_.wait_for(lock, limit, [this] { return completed_; })) {
     C10_THROW_ERROR(DistBackendError,
@@ -35,7 +37,44 @@ bool MixcclWork::wait(std::chrono::milliseconds timeout) {
                         "timeout)");
   }
   if (exception_) std::rethrow_exception(exception_);
+}
+
+void MixcclWork::runWaitSteps(const std::vector<WaitStep>& steps,
+                              std::chrono::milliseconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  for (WaitStep step : steps) {
+    switch (step) {
+      case WaitStep::kHostWaitsWorker: waitForWorker(limit); break;
+      case WaitStep::kCurrentWaitsEnd: order_.fence->currentWaitsEnd(); break;
+      case WaitStep::kHostWaitsEnd: {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
+        if (!order_.fence->hostWaitsEnd(std::max(left, std::chrono::milliseconds(0))))
+          C10_THROW_ERROR(DistBackendError,
+                          "mixccl " + opName_ + ": Timed out waiting " +
+                              std::to_string(limit.count()) +
+                              " ms for the device to finish the operation");
+        break;
+      }
+    }
+  }
+}
+
+bool MixcclWork::wait(std::chrono::milliseconds timeout) {
+  const bool given = timeout != kNoTimeout;
+  runWaitSteps(waitSteps(order_.placement, given), given ? timeout : timeout_);
   return true;
+}
+
+void MixcclWork::synchronize() { runWaitSteps(synchronizeSteps(order_.placement), timeout_); }
+
+bool MixcclWork::isCompleted() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!completed_) return false;
+    if (exception_) return true;
+  }
+  return !completionQueriesEnd(order_.placement) || order_.fence->endPassed();
 }
 
 int MixcclWork::sourceRank() const {
