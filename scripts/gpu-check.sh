@@ -232,10 +232,13 @@ step_copyroof() {
 }
 
 step_torch() {
-  local shim=$BUILD/compat/nccl/lib/libnccl.so.2
+  carry_env
+  local shim=$BUILD/compat/nccl/lib/libnccl.so.2 wheel start=$SECONDS pg_log=$BUILD/torch_pg_nccl.log
   [ -f "$shim" ] || { echo "FAIL: no $shim"; exit 1; }
-  # torch's own ProcessGroupNCCL on mixccl's libnccl.so.2; world size 1.
-  LD_PRELOAD=$shim MIXCCL_COMM_ID=127.0.0.1:0 python3 - <<'EOF' || { echo "FAIL: ProcessGroupNCCL on mixccl's libnccl.so.2"; exit 1; }
+  wheel=$(nccl_wheel_dir) || { echo "FAIL: python3 has no nvidia.nccl (nvidia-nccl-cu13 wheel)"; exit 1; }
+  # torch's own ProcessGroupNCCL on mixccl's libnccl.so.2, world size 1; in the background
+  # while the mixccl extension builds (the step has 60 s for everything).
+  LD_PRELOAD=$shim MIXCCL_COMM_ID=127.0.0.1:0 python3 - >"$pg_log" 2>&1 <<'EOF2' &
 import torch, torch.distributed as dist
 store = dist.HashStore()
 dist.init_process_group("nccl", store=store, rank=0, world_size=1)
@@ -246,10 +249,24 @@ ok = torch.equal(x, torch.arange(1 << 20, dtype=torch.float32, device="cuda"))
 dist.destroy_process_group()
 print("torch", torch.__version__, "all_reduce on cuda:", "exact" if ok else "WRONG")
 assert ok
-EOF
-  # The mixccl backend stages CUDA tensors through the CPU with no stream ordering and refuses
-  # the nccl adaptor (issue 26, item 1): not run until that is built.
-  echo "KEY: ProcessGroupNCCL over mixccl's libnccl.so.2: 1 rank, 4 MiB float32 exact; mixccl backend pending (CUDA path not stream-ordered yet)"
+EOF2
+  local pg=$!
+  # The mixccl backend, rebuilt here against this machine's torch (with its CUDA support).
+  cmake -S "$ROOT" -B "$BUILD" -DMIXCCL_WITH_TORCH=ON -DMIXCCL_TORCH_CUDA=ON >/dev/null &&
+    ninja -C "$BUILD" -j16 mixccl_torch_backend >/dev/null ||
+    { wait $pg; cat "$pg_log"; echo "FAIL: build of the mixccl torch extension ($((SECONDS - start)) s)"; exit 1; }
+  echo "== extension built in $((SECONDS - start)) s"
+  # tests/torch/gpu_cuda_test.py: 5 ranks on the one GPU (rank 0 on the nccl adaptor with CUDA
+  # tensors, rank 1 CUDA tensors on the host adaptor, 3 CPU ranks); every op, a side-stream
+  # producer, wait() without a host block, CPU tensors, DDP against gloo.
+  local rc=0
+  PYTHONPATH=$BUILD/python MIXCCL_PLUGIN_PATH=$BUILD/src \
+    MIXCCL_NCCL_LIBRARY=$wheel/lib/libnccl.so.2 MIXCCL_GPU_TEST_LIMIT_S=$((55 - (SECONDS - start))) \
+    python3 "$ROOT/tests/torch/gpu_cuda_test.py" -v || rc=1
+  wait $pg || { cat "$pg_log"; echo "FAIL: ProcessGroupNCCL on mixccl's libnccl.so.2"; exit 1; }
+  cat "$pg_log"
+  [ "$rc" = 0 ] || { echo "FAIL: mixccl backend on CUDA tensors (gpu_cuda_test.py; CHECK lines above)"; exit 1; }
+  echo "KEY: mixccl backend on CUDA tensors: 14 checks x 5 ranks (nccl:cuda, host:cuda, 3x host:cpu) passed; ProcessGroupNCCL over mixccl's libnccl.so.2: 1 rank, 4 MiB float32 exact"
 }
 
 step_ucx() {
