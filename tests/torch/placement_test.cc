@@ -193,6 +193,7 @@ TEST(TorchPlacement, CpuTensorsOnHostAdaptorsNeverTouchCuda) {
     EXPECT_EQ(p.workerSteps,
               (std::vector<WorkerStep>{WorkerStep::kRunOperation, WorkerStep::kCompleteWork}));
     EXPECT_EQ(waitSteps(p, false), std::vector<WaitStep>{WaitStep::kHostWaitsWorker});
+    EXPECT_TRUE(synchronizeSteps(p).empty());  // as c10d::Work's for CPU tensors
     EXPECT_FALSE(completionQueriesEnd(p));
   }
 }

@@ -41,7 +41,8 @@ std::vector<WaitStep> waitSteps(const Placement& p, bool timeoutGiven) {
 }
 
 std::vector<WaitStep> synchronizeSteps(const Placement& p) {
-  if (!p.orderedAfterCaller) return {WaitStep::kHostWaitsWorker};
+  // CPU tensors: nothing, as c10d::Work's (callers synchronize after is_completed() said so).
+  if (!p.orderedAfterCaller) return {};
   return {WaitStep::kHostWaitsWorker, WaitStep::kCurrentWaitsEnd};
 }
 

@@ -66,7 +66,8 @@ Placement placementFor(TensorHome tensors, CommMemory memory);
 // wait(): timeoutGiven is true when the caller passed its own timeout (as ProcessGroupNCCL,
 // which then blocks the host until the GPU is done).
 std::vector<WaitStep> waitSteps(const Placement& p, bool timeoutGiven);
-// synchronize(): the caller's stream waits; nothing blocks the host beyond the worker.
+// synchronize(): for CUDA tensors the caller's stream waits (the host only for the worker to
+// have issued the operation); for CPU tensors nothing, as c10d::Work's.
 std::vector<WaitStep> synchronizeSteps(const Placement& p);
 // is_completed(): also asks the end event when true.
 bool completionQueriesEnd(const Placement& p);
