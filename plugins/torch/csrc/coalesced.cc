@@ -51,7 +51,9 @@ void runPacked(Comm& comm, const std::vector<at::Tensor>& tensors, const std::ve
                const Reduction& how) {
   std::vector<at::Tensor> flat;
   flat.reserve(group.size());
-  for (size_t i : group) flat.push_back(tensors[i].to(at::kCPU).reshape({-1}));
+  // Packed where the operation's buffers live (the GPU on a device adaptor), so the packed
+  // tensor needs no further copy.
+  for (size_t i : group) flat.push_back(tensors[i].to(comm.bufferDevice()).reshape({-1}));
   at::Tensor packed = at::cat(flat);
   runAllreduce(comm, packed, how);
   int64_t offset = 0;
