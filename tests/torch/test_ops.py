@@ -3,6 +3,7 @@ op x dtype x reduce op, uneven all_to_all, non-contiguous tensors, coalesced cal
 (a clear exception, and the group stays usable), point-to-point that must not deadlock."""
 
 import time
+from datetime import timedelta
 import unittest
 
 import torch
@@ -310,6 +311,34 @@ class TestMixcclOps(MixcclTestCase):
             for w in dist.batch_isend_irecv(ops):
                 w.wait()
             self.assertEqual(self.mixccl_backend().p2p_lane_count(), 2)
+        dist.barrier()
+        dist.destroy_process_group()
+
+    def test_receive_lanes_forming_first_do_not_block_send_lanes(self):
+        # Both ranks post a receive before their send, with a new tag, so on each rank the
+        # receiving lane waits for its peer's unique id while the sending lane must publish its
+        # own on the same store client: the wait must not keep the publish out. A TCPStore (as
+        # torchrun's), whose client holds its connection for the whole of a wait; its port is
+        # passed through a file store.
+        ports = dist.FileStore(f"{self.file_name}.port", self.world_size)
+        if self.rank == 0:
+            store = dist.TCPStore("127.0.0.1", 0, self.world_size, True,
+                                  timeout=timedelta(seconds=10), wait_for_workers=False)
+            ports.set("port", str(store.port))
+        else:
+            store = dist.TCPStore("127.0.0.1", int(ports.get("port")), self.world_size, False,
+                                  timeout=timedelta(seconds=10))
+        dist.init_process_group("mixccl", store=store, rank=self.rank,
+                                world_size=self.world_size, timeout=timedelta(seconds=10))
+        if self.rank < 2:
+            peer = 1 - self.rank
+            got = torch.empty(8)
+            recv = dist.irecv(got, peer, tag=41)
+            time.sleep(0.5)  # the receiving lane is waiting on the store before the send starts
+            send = dist.isend(torch.full((8,), float(self.rank)), peer, tag=41)
+            recv.wait()
+            send.wait()
+            self.assertEqual(got.tolist(), [float(peer)] * 8)
         dist.barrier()
         dist.destroy_process_group()
 

@@ -2,7 +2,9 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 namespace mixccl_torch {
@@ -31,6 +33,23 @@ void throwIfFailed(mixcclResult_t r, mixcclComm_t comm, const char* what) {
   C10_THROW_ERROR(DistBackendError, msg);
 }
 
+// Waits for key by polling check() rather than store.wait(): a TCPStore client holds its one
+// connection for the whole of a wait, so two lanes of this process forming at once (one waiting
+// for its peer's id, the other publishing its own) would block each other until the timeout.
+void waitForKey(c10d::Store& store, const std::string& key, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::chrono::milliseconds pause(1);
+  while (!store.check({key})) {
+    if (std::chrono::steady_clock::now() >= deadline)
+      C10_THROW_ERROR(DistBackendError, "mixccl: timed out after " +
+                                            std::to_string(timeout.count()) +
+                                            " ms waiting for the unique id under store key '" +
+                                            key + "'");
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(50));
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<Comm> Comm::viaStore(c10d::Store& store, const std::string& key, int rank,
@@ -43,7 +62,7 @@ std::unique_ptr<Comm> Comm::viaStore(c10d::Store& store, const std::string& key,
     std::memcpy(bytes.data(), &id, sizeof(id));
     store.set(key, bytes);
   } else {
-    store.wait({key}, timeout);
+    waitForKey(store, key, timeout);
     std::vector<uint8_t> bytes = store.get(key);
     TORCH_CHECK(bytes.size() == sizeof(id), "mixccl: the unique id under store key '", key,
                 "' has ", bytes.size(), " bytes, expected ", sizeof(id));
