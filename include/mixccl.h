@@ -157,6 +157,12 @@ mixcclResult_t mixcclCommAbort(mixcclComm_t comm);
 /* Reports the state of asynchronous work: mixcclSuccess, mixcclInProgress, or the error (whose
  * message mixcclGetLastError then returns, for comm and for the calling thread). */
 mixcclResult_t mixcclCommGetAsyncError(mixcclComm_t comm, mixcclResult_t* asyncError);
+/* Registers size bytes at buff for comm's collectives: with this rank's domain's native library
+ * where its adaptor can (the nccl adaptor: ncclCommRegister, NCCL 2.19 and later), so the library
+ * may skip internal copies on that memory; otherwise the handle only records the buffer. *handle
+ * is valid until mixcclCommDeregister(comm, *handle) or until comm is destroyed. */
+mixcclResult_t mixcclCommRegister(const mixcclComm_t comm, void* buff, size_t size, void** handle);
+mixcclResult_t mixcclCommDeregister(const mixcclComm_t comm, void* handle);
 
 const char* mixcclGetErrorString(mixcclResult_t result);
 /* The message of the last error on comm (or, with comm NULL, of the calling thread). */

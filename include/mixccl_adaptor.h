@@ -20,8 +20,9 @@
  *    (host memory), composes it from the library's send/recv (AlltoAll, Gather, Scatter on
  *    device memory), or refuses the call with an error that names the adaptor and the entry;
  *  - send, recv, groupStart, groupEnd: all or none.
- *  - entries appended after the first version 2 table (commGetAsyncError): optional; mixccl
- *    reads one only where the table's size covers it.
+ *  - entries appended after the first version 2 table (commGetAsyncError, commRegister,
+ *    commDeregister): optional; mixccl reads one only where the table's size covers it.
+ *    commRegister and commDeregister: both or none.
  *
  * Plugins built against version 1 (symbol "mixcclAdaptor_v1", every entry required,
  * collectives named by strings in supports()) still load: mixcclAdaptor_v1_t is kept below.
@@ -199,6 +200,12 @@ typedef struct mixcclAdaptor_v2 {
    * there is none. On an error, lastError() says what it was. Optional (only with the native
    * library); mixccl asks it in mixcclCommGetAsyncError and fails the communicator with it. */
   mixcclResult_t (*commGetAsyncError)(void* comm, mixcclResult_t* asyncError);
+  /* Registers bytes of buf (memory of this adaptor's kind) with the native library of comm, so
+   * that its collectives on that memory may skip internal copies (ncclCommRegister); *handle
+   * is the library's, passed back to commDeregister. Optional (only with the native library;
+   * both or none): without them mixccl records the buffer and registers nothing. */
+  mixcclResult_t (*commRegister)(void* comm, void* buf, size_t bytes, void** handle);
+  mixcclResult_t (*commDeregister)(void* comm, void* handle);
 } mixcclAdaptor_v2_t;
 
 /*

@@ -51,6 +51,9 @@ struct AdaptorTable {
   mixcclResult_t (*commAbort)(void* comm) = nullptr;
   // Optional (version 2 tables that have it): the library's asynchronous error of comm.
   mixcclResult_t (*commGetAsyncError)(void* comm, mixcclResult_t* asyncError) = nullptr;
+  // Optional (version 2 tables that have them, both or none): the library's registration.
+  mixcclResult_t (*commRegister)(void* comm, void* buf, size_t bytes, void** handle) = nullptr;
+  mixcclResult_t (*commDeregister)(void* comm, void* handle) = nullptr;
 
   // ---- native collectives: NULL where the library has none ----
   mixcclResult_t (*allReduce)(const void* sendbuf, void* recvbuf, size_t count,

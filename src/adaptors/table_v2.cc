@@ -57,6 +57,13 @@ std::string checkRequiredEntries(const mixcclAdaptor_v2_t& v) {
   if (native && !inLibrary)
     return std::string("field '") + native + "' is set but the native library entries "
            "(supports, getUniqueId, commInitRank, commDestroy, commAbort) are NULL";
+  // A registration made must be undone by the same library.
+  const std::vector<Field> registration = {{"commRegister", v.commRegister != nullptr},
+                                           {"commDeregister", v.commDeregister != nullptr}};
+  const char* inRegistration = firstSet(registration);
+  if (inRegistration && (missing = firstNull(registration)))
+    return std::string("field '") + missing + "' is NULL but '" + inRegistration +
+           "' is set (commRegister and commDeregister are set together)";
   return "";
 }
 #undef MIXCCL_FIELD
@@ -86,7 +93,11 @@ std::string adaptorTableFromV2(const mixcclAdaptor_v2_t* table, const std::strin
 #define MIXCCL_COPY(f) t.f = v.f;
   MIXCCL_V2_ONLY_COLLECTIVE_ENTRIES(MIXCCL_COPY)
 #undef MIXCCL_COPY
-  if (t.hasNativeLibrary()) t.commGetAsyncError = v.commGetAsyncError;  // only with a library
+  if (t.hasNativeLibrary()) {  // only with a library
+    t.commGetAsyncError = v.commGetAsyncError;
+    t.commRegister = v.commRegister;
+    t.commDeregister = v.commDeregister;
+  }
   // Host memory: whatever runtime the plugin left out is mixccl's host runtime (device memory
   // set all of it, checked above).
   t.hostRuntimeFilled = fillHostRuntime(&t);

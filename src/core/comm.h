@@ -14,6 +14,7 @@
 #include "bootstrap/peer_info.h"
 #include "bootstrap/unique_id.h"
 #include "base/health.h"
+#include "core/buffer_registrations.h"
 #include "core/config.h"
 #include "core/domain_comm.h"
 #include "core/lazy_connector.h"
@@ -68,6 +69,8 @@ struct mixcclComm {
 
   // Ops made by mixcclRedOpCreatePreMulSum, valid on this communicator only.
   mixccl::UserOps userOps;
+  // Buffers registered with mixcclCommRegister (and the native library), freed with comm.
+  mixccl::BufferRegistrations registrations;
 
   std::atomic<int> refs{1};  // the owner's reference plus one per API call in progress
   std::atomic<bool> finalized{false};

@@ -298,6 +298,11 @@ TEST(AdaptorTableCheck, ReportsEachProblem) {
   EXPECT_EQ(mixccl::adaptorTableFromV2(&t, "x", &out),
             "field 'recv' is NULL but 'send' is set (send, recv, groupStart and groupEnd "
             "are set together)");
+  t = v;
+  t.commDeregister = [](void*, void*) { return mixcclSuccess; };
+  EXPECT_EQ(mixccl::adaptorTableFromV2(&t, "x", &out),
+            "field 'commRegister' is NULL but 'commDeregister' is set (commRegister and "
+            "commDeregister are set together)");
   EXPECT_STREQ(out.name, "untouched");  // refused tables are never copied
   EXPECT_EQ(mixccl::adaptorTableFromV2(&v, "x", &out), "");
   EXPECT_STREQ(out.name, "x");
@@ -346,6 +351,41 @@ TEST(AdaptorTableCheck, FirstVersion2TableLeavesAppendedEntriesNull) {
   AdaptorTable out;
   EXPECT_EQ(mixccl::adaptorTableFromV2(&first, "first", &out), "");
   EXPECT_EQ(out.commGetAsyncError, nullptr);
+  EXPECT_EQ(out.commRegister, nullptr);
+  EXPECT_EQ(out.commDeregister, nullptr);
+}
+
+// A table of the header before commRegister (it ends after commGetAsyncError) loads too, its
+// registration entries NULL; a full table's registration entries are copied with its library.
+TEST(AdaptorTableCheck, RegistrationEntriesFollowTheTableSize) {
+  mixcclAdaptor_v2_t v;
+  std::memset(&v, 0xff, sizeof v);  // what follows a shorter table is garbage
+  const size_t asyncSize = offsetof(mixcclAdaptor_v2_t, commRegister);
+  std::memset(&v, 0, asyncSize);
+  v.size = asyncSize;
+  v.abiVersion = MIXCCL_ADAPTOR_ABI_VERSION;
+  v.name = "reg";
+  v.memoryKind = MIXCCL_ADAPTOR_HOST_MEMORY;
+  v.init = [] { return mixcclSuccess; };
+  v.lastError = [] { return ""; };
+  v.supports = [](mixcclAdaptorColl_t, mixcclDataType_t, mixcclRedOp_t) { return 1; };
+  v.getUniqueId = [](void*) { return mixcclSuccess; };
+  v.commInitRank = [](void**, int, const void*, int, int, const mixcclAdaptorServices_t*) {
+    return mixcclSuccess;
+  };
+  v.commDestroy = [](void*) { return mixcclSuccess; };
+  v.commAbort = [](void*) { return mixcclSuccess; };
+  AdaptorTable out;
+  ASSERT_EQ(mixccl::adaptorTableFromV2(&v, "reg", &out), "");
+  EXPECT_EQ(out.commRegister, nullptr);
+  EXPECT_EQ(out.commDeregister, nullptr);
+  v.size = sizeof v;
+  v.commGetAsyncError = nullptr;
+  v.commRegister = [](void*, void*, size_t, void** h) { *h = nullptr; return mixcclSuccess; };
+  v.commDeregister = [](void*, void*) { return mixcclSuccess; };
+  ASSERT_EQ(mixccl::adaptorTableFromV2(&v, "reg", &out), "");
+  EXPECT_EQ(out.commRegister, v.commRegister);
+  EXPECT_EQ(out.commDeregister, v.commDeregister);
 }
 
 TEST(AdaptorDetection, HostWithoutAUsableNcclPlugin) {

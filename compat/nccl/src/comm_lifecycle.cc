@@ -1,5 +1,4 @@
 // Finalize, destroy, abort, asynchronous errors and the communicator queries.
-#include "registrations.h"
 #include "shim.h"
 
 using namespace nccl_shim;
@@ -12,17 +11,13 @@ NCCL_SHIM_PROFILING_ALIAS(ncclCommFinalize)
 NCCL_SHIM_API ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   // NCCL accepts a NULL communicator here (nothing to free).
   if (comm == nullptr) return ncclSuccess;
-  mixcclResult_t r = mixcclCommDestroy(inner(comm));
-  if (r == mixcclSuccess) dropRegistrations(comm);
-  return forward(r);
+  return forward(mixcclCommDestroy(inner(comm)));
 }
 NCCL_SHIM_PROFILING_ALIAS(ncclCommDestroy)
 
 NCCL_SHIM_API ncclResult_t ncclCommAbort(ncclComm_t comm) {
   if (comm == nullptr) return ncclSuccess;
-  mixcclResult_t r = mixcclCommAbort(inner(comm));
-  if (r == mixcclSuccess) dropRegistrations(comm);
-  return forward(r);
+  return forward(mixcclCommAbort(inner(comm)));
 }
 NCCL_SHIM_PROFILING_ALIAS(ncclCommAbort)
 

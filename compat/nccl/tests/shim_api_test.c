@@ -198,7 +198,8 @@ static void communicatorCalls(ncclComm_t comm, int rank, int n) {
   SHIM_OK(ncclCommRegister(comm, buf, sizeof buf, &handle));
   SHIM_OK(ncclCommDeregister(comm, handle));
   char expected[160];
-  snprintf(expected, sizeof expected, "ncclCommDeregister: %p is not a live registration handle", handle);
+  snprintf(expected, sizeof expected,
+           "mixcclCommDeregister: %p is not a live registration handle of this communicator", handle);
   SHIM_FAILS(ncclCommDeregister(comm, handle), ncclInvalidArgument, comm, expected);
   /* A healthy communicator has no async error; an aborted one is gone. */
   ncclResult_t state = ncclInternalError;
@@ -425,15 +426,20 @@ static void refusals(void) {
     SHIM_OK(ncclMemFree(p));
   }
   SHIM_FAILS(ncclCommRegister(comm, x, sizeof x, NULL), ncclInvalidArgument, NULL,
-             "ncclCommRegister: handle is NULL");
-  ncclComm_t other = NULL;
+             "mixcclCommRegister: handle is NULL");
   void* h = NULL;
+  SHIM_FAILS(ncclCommRegister(comm, NULL, 8, &h), ncclInvalidArgument, NULL,
+             "mixcclCommRegister: buff is NULL with size 8");
+  ncclComm_t other = NULL;
   SHIM_OK(ncclCommInitAll(&other, 1, NULL));
   SHIM_OK(ncclCommRegister(other, x, sizeof x, &h));
-  snprintf(expected, sizeof expected, "ncclCommDeregister: handle %p was registered on another communicator", h);
+  /* Another communicator's handle is refused, and stays valid on its own communicator. */
+  snprintf(expected, sizeof expected,
+           "mixcclCommDeregister: %p is not a live registration handle of this communicator", h);
   SHIM_FAILS(ncclCommDeregister(comm, h), ncclInvalidArgument, NULL, expected);
+  SHIM_OK(ncclCommDeregister(other, h));
+  SHIM_OK(ncclCommRegister(other, x, sizeof x, &h));
   SHIM_OK(ncclCommDestroy(other)); /* frees its registrations */
-  snprintf(expected, sizeof expected, "ncclCommDeregister: %p is not a live registration handle", h);
   SHIM_FAILS(ncclCommDeregister(comm, h), ncclInvalidArgument, NULL, expected);
   /* PreMulSum refusals, mixccl's messages. */
   ncclRedOp_t op;

@@ -212,6 +212,23 @@ static int memAllocError(void) {
   return res != ncclSuccess && p == NULL ? 0 : 1;
 }
 
+/* Registration reaches the library: with MIXCCL_STANDIN_NCCL_FAIL=ncclCommRegister=3@9 (round
+ * 1 made eight calls) the ninth fails in the stand-in, and the NCCL program gets its code and
+ * message through the adaptor; the communicator stays usable (the next one registers). */
+static void registerFails(ncclComm_t comm, void* buf) {
+  const int failuresBefore = gShimFailures;
+  void* h = NULL;
+  SHIM_FAILS(ncclCommRegister(comm, buf, 64, &h), ncclInternalError, comm,
+             "nccl adaptor: native commRegister failed: nccl adaptor: ncclCommRegister: internal "
+             "error (stand-in NCCL) (NCCL 22809, code 3; last error: ncclCommRegister: failure "
+             "injected by MIXCCL_STANDIN_NCCL_FAIL=ncclCommRegister=3@9)");
+  SHIM_CHECK(h == NULL);
+  SHIM_OK(ncclCommRegister(comm, buf, 64, &h));
+  SHIM_OK(ncclCommDeregister(comm, h));
+  if (gShimFailures == failuresBefore)
+    printf("rank %d: ncclCommRegister failed in the library as injected\n", gRank);
+}
+
 int main(int argc, char** argv) {
   if (argc == 2 && strcmp(argv[1], "memalloc-error") == 0) return memAllocError();
   const char* r = getenv("MIXCCL_RANK");
@@ -275,6 +292,7 @@ int main(int argc, char** argv) {
   if (gRank == 0) expectOut(&c[6], gathered, 1);
   expectOut(&c[7], scatterPiece, 1);
   for (int j = 0; j < 8; ++j) SHIM_OK(ncclCommDeregister(comm, handles[j]));
+  if (gDevice && getenv("SHIM_STREAM_TEST_REGISTER_FAILS")) registerFails(comm, c[0].in);
   for (int j = 0; j < 8; ++j) callFree(&c[j]);
 
   /* Round 2: Send/Recv and a nested group (mixccl has no Send/Recv of device memory across

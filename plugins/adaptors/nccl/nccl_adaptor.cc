@@ -213,6 +213,20 @@ mixcclResult_t commGetAsyncError(void* c, mixcclResult_t* asyncError) {
     *asyncError = nccl(r, "asynchronous error (ncclCommGetAsyncError)");
   return mixcclSuccess;
 }
+// Registration lets NCCL skip its internal copies on this buffer. A library without
+// ncclCommRegister (NCCL before 2.19) has nothing to register: the handle stays NULL, which
+// commDeregister then accepts.
+mixcclResult_t commRegister(void* c, void* buf, size_t bytes, void** handle) {
+  NEED_INIT("commRegister");
+  *handle = nullptr;
+  if (api.ncclCommRegister == nullptr) return mixcclSuccess;
+  return nccl(api.ncclCommRegister(asComm(c), buf, bytes, handle), "ncclCommRegister");
+}
+mixcclResult_t commDeregister(void* c, void* handle) {
+  NEED_INIT("commDeregister");
+  if (handle == nullptr || api.ncclCommDeregister == nullptr) return mixcclSuccess;
+  return nccl(api.ncclCommDeregister(asComm(c), handle), "ncclCommDeregister");
+}
 mixcclResult_t commDestroy(void* c) { NEED_INIT("commDestroy"); return nccl(api.ncclCommDestroy(asComm(c)), "ncclCommDestroy"); }
 mixcclResult_t commAbort(void* c) { NEED_INIT("commAbort"); return nccl(api.ncclCommAbort(asComm(c)), "ncclCommAbort"); }
 
@@ -261,6 +275,8 @@ mixcclAdaptor_v2_t makeTable() {
   MIXCCL_NCCL_COLLECTIVE_ENTRIES(t);
   MIXCCL_POINT_TO_POINT_ENTRIES(t);
   t.commGetAsyncError = commGetAsyncError;
+  t.commRegister = commRegister;
+  t.commDeregister = commDeregister;
   return t;
 }
 

@@ -87,6 +87,8 @@ ncclResult_t ncclGroupEnd();
 const char* ncclGetErrorString(ncclResult_t result);
 const char* ncclGetLastError(ncclComm_t comm);
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError);
+ncclResult_t ncclCommRegister(ncclComm_t comm, void* buff, size_t size, void** handle);
+ncclResult_t ncclCommDeregister(ncclComm_t comm, void* handle);
 
 #define MIXCCL_NCCL_FALLBACK_RUNTIME_TYPE(s) using cuda##s##_fn = decltype(&cuda##s);
 MIXCCL_NCCL_RUNTIME_FUNCTIONS(MIXCCL_NCCL_FALLBACK_RUNTIME_TYPE)

@@ -21,5 +21,7 @@
 
 // Bound where the library has them, never required: ncclGetLastError (NCCL 2.13 and later)
 // gives the detail behind a result code, which the adaptor adds to its messages;
-// ncclCommGetAsyncError reports work that failed after it was enqueued.
-#define MIXCCL_NCCL_OPTIONAL_LIBRARY_FUNCTIONS(X) X(ncclGetLastError) X(ncclCommGetAsyncError)
+// ncclCommGetAsyncError reports work that failed after it was enqueued; ncclCommRegister and
+// ncclCommDeregister (NCCL 2.19 and later) register a user buffer.
+#define MIXCCL_NCCL_OPTIONAL_LIBRARY_FUNCTIONS(X) \
+  X(ncclGetLastError) X(ncclCommGetAsyncError) X(ncclCommRegister) X(ncclCommDeregister)
