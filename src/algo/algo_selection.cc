@@ -20,7 +20,7 @@ AllReduceAlgo chooseAllReduceAlgo(size_t bytes, int nranks, size_t rhThresholdBy
   if (forced == "rh" && powerOfTwo) return AllReduceAlgo::RecursiveHalving;
   if (bytes < env().rdThresholdBytes && nranks > 1) return AllReduceAlgo::RecursiveDoubling;
   // With 4+ ranks, 2 log2(n) exchanges beat the ring's 2(n-1) steps up to a few MiB
-  // (docs/performance.md, "Earlier rounds"); above, the ring's pipelining wins.
+  // (docs/performance.md, "Sizes that follow the machine"); above, the ring's pipelining wins.
   if (powerOfTwo && nranks >= 4 && bytes < rhThresholdBytes)
     return AllReduceAlgo::RecursiveHalving;
   return AllReduceAlgo::Ring;
