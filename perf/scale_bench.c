@@ -74,17 +74,6 @@ static void runRank(int rank, int n, int iters, mixcclUniqueId id, int out) {
   _exit(0);
 }
 
-static double medianOf(struct ScaleStats* all, int n, size_t offset, int isInt, int isLong) {
-  double* v = (double*)malloc(sizeof(double) * n);
-  for (int i = 0; i < n; ++i) {
-    const char* p = (const char*)&all[i] + offset;
-    v[i] = isInt ? *(const int*)p : isLong ? (double)*(const long*)p : *(const double*)p;
-  }
-  double m = scaleMedian(v, n);
-  free(v);
-  return m;
-}
-
 int main(int argc, char** argv) {
   int rank = -1;
   if (argc < 2) {
@@ -146,24 +135,6 @@ int main(int argc, char** argv) {
     fprintf(stderr, "scale_bench: %d of %d ranks reported; a rank failed\n", got, n);
     return 1;
   }
-  double initMax = 0, shmTotal = 0;
-  int fdsMax = 0;
-  for (int r = 0; r < n; ++r) {
-    if (all[r].initS > initMax) initMax = all[r].initS;
-    if (all[r].fds > fdsMax) fdsMax = all[r].fds;
-    shmTotal += all[r].shmKiB;
-  }
-  /* Each segment is mapped by its two ranks (rings) or by all (slots): the host's shared memory
-   * is at most the sum over ranks; print the sum / 2 for rings as the host's. */
-  printf("ranks %d init_median_s %.3f init_max_s %.3f fds_init %.0f fds %.0f fds_max %d sockets %.0f "
-         "peers %.0f rss_mib %.1f shm_mapped_host_mib %.1f lat8_us %.1f busbw_1mib_gbs %.3f\n",
-         n, medianOf(all, n, offsetof(struct ScaleStats, initS), 0, 0), initMax,
-         medianOf(all, n, offsetof(struct ScaleStats, fdsInit), 1, 0),
-         medianOf(all, n, offsetof(struct ScaleStats, fds), 1, 0), fdsMax,
-         medianOf(all, n, offsetof(struct ScaleStats, sockets), 1, 0),
-         medianOf(all, n, offsetof(struct ScaleStats, peers), 1, 0),
-         medianOf(all, n, offsetof(struct ScaleStats, rssKiB), 0, 1) / 1024.0, shmTotal / 2 / 1024.0,
-         medianOf(all, n, offsetof(struct ScaleStats, latencyUs), 0, 0),
-         medianOf(all, n, offsetof(struct ScaleStats, busGBs), 0, 0));
+  scalePrintSummary(all, n);
   return 0;
 }

@@ -9,17 +9,6 @@
 
 #include "scale_bench_stats.h"
 
-static double medianField(struct ScaleStats* all, int n, size_t offset, int kind) {
-  double* v = (double*)malloc(sizeof(double) * n);
-  for (int i = 0; i < n; ++i) {
-    const char* p = (const char*)&all[i] + offset;
-    v[i] = kind == 1 ? *(const int*)p : kind == 2 ? (double)*(const long*)p : *(const double*)p;
-  }
-  double m = scaleMedian(v, n);
-  free(v);
-  return m;
-}
-
 int main(int argc, char** argv) {
   struct ScaleStats s;
   memset(&s, 0, sizeof(s));
@@ -58,22 +47,7 @@ int main(int argc, char** argv) {
   struct ScaleStats* all = rank == 0 ? (struct ScaleStats*)calloc(n, sizeof(s)) : NULL;
   MPI_Gather(&s, sizeof(s), MPI_BYTE, all, sizeof(s), MPI_BYTE, 0, MPI_COMM_WORLD);
   if (rank == 0) {
-    double initMax = 0, shmTotal = 0;
-    int fdsMax = 0;
-    for (int r = 0; r < n; ++r) {
-      if (all[r].initS > initMax) initMax = all[r].initS;
-      if (all[r].fds > fdsMax) fdsMax = all[r].fds;
-      shmTotal += all[r].shmKiB;
-    }
-    printf("ranks %d init_median_s %.3f init_max_s %.3f fds_init %.0f fds %.0f fds_max %d sockets %.0f "
-           "peers -1 rss_mib %.1f shm_mapped_host_mib %.1f lat8_us %.1f busbw_1mib_gbs %.3f\n",
-           n, medianField(all, n, offsetof(struct ScaleStats, initS), 0), initMax,
-           medianField(all, n, offsetof(struct ScaleStats, fdsInit), 1),
-           medianField(all, n, offsetof(struct ScaleStats, fds), 1), fdsMax,
-           medianField(all, n, offsetof(struct ScaleStats, sockets), 1),
-           medianField(all, n, offsetof(struct ScaleStats, rssKiB), 2) / 1024.0, shmTotal / 2 / 1024.0,
-           medianField(all, n, offsetof(struct ScaleStats, latencyUs), 0),
-           medianField(all, n, offsetof(struct ScaleStats, busGBs), 0));
+    scalePrintSummary(all, n);
   }
   MPI_Finalize();
   return 0;

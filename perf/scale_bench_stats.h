@@ -4,6 +4,7 @@
 #define MIXCCL_SCALE_BENCH_STATS_H
 
 #include <dirent.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,5 +87,43 @@ struct ScaleStats {
   double latencyUs;    /* 8-byte AllReduce, median of the iterations */
   double busGBs;       /* 1 MiB AllReduce bus bandwidth */
 };
+
+enum ScaleFieldKind { kScaleDouble, kScaleInt, kScaleLong };
+
+/* The median over the ranks of one field of ScaleStats. */
+static double scaleMedianOfField(const struct ScaleStats* all, int n, size_t offset,
+                                 enum ScaleFieldKind kind) {
+  double* v = (double*)malloc(sizeof(double) * n);
+  for (int i = 0; i < n; ++i) {
+    const char* p = (const char*)&all[i] + offset;
+    v[i] = kind == kScaleInt ? *(const int*)p
+           : kind == kScaleLong ? (double)*(const long*)p : *(const double*)p;
+  }
+  double m = scaleMedian(v, n);
+  free(v);
+  return m;
+}
+
+/* The one summary line both programs print (perf/scale_bench.sh parses it). */
+static void scalePrintSummary(const struct ScaleStats* all, int n) {
+  double initMax = 0, shmTotal = 0;
+  int fdsMax = 0;
+  for (int r = 0; r < n; ++r) {
+    if (all[r].initS > initMax) initMax = all[r].initS;
+    if (all[r].fds > fdsMax) fdsMax = all[r].fds;
+    shmTotal += all[r].shmKiB;
+  }
+#define SCALE_MEDIAN(field, kind) scaleMedianOfField(all, n, offsetof(struct ScaleStats, field), kind)
+  /* Each segment is mapped by its two ranks (rings) or by all (slots): the host's shared memory
+   * is at most the sum over ranks; print the sum / 2 for rings as the host's. */
+  printf("ranks %d init_median_s %.3f init_max_s %.3f fds_init %.0f fds %.0f fds_max %d sockets %.0f "
+         "peers %.0f rss_mib %.1f shm_mapped_host_mib %.1f lat8_us %.1f busbw_1mib_gbs %.3f\n",
+         n, SCALE_MEDIAN(initS, kScaleDouble), initMax, SCALE_MEDIAN(fdsInit, kScaleInt),
+         SCALE_MEDIAN(fds, kScaleInt), fdsMax, SCALE_MEDIAN(sockets, kScaleInt),
+         SCALE_MEDIAN(peers, kScaleInt), SCALE_MEDIAN(rssKiB, kScaleLong) / 1024.0,
+         shmTotal / 2 / 1024.0, SCALE_MEDIAN(latencyUs, kScaleDouble),
+         SCALE_MEDIAN(busGBs, kScaleDouble));
+#undef SCALE_MEDIAN
+}
 
 #endif
