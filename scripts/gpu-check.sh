@@ -1,28 +1,39 @@
 #!/usr/bin/env bash
 # The prepared GPU check (docs/gpu.md). Three modes:
-#   scripts/gpu-check.sh --prepare [--build DIR]  here (CPU machine, CI): gathers into .gpu-carry/
-#       the Debian libraries and headers the device machine lacks, checks them against what the
-#       build links, and prints the exact `run` call; exits non-zero if anything is missing.
-#   scripts/gpu-check.sh [--no-gpu]               on the device machine: builds what the checks
-#       need and runs them, each step bounded by `timeout`, all within 8 minutes; writes
-#       $OUT/summary.txt and one log per step. --no-gpu makes every step report SKIP("no GPU").
+#   scripts/gpu-check.sh --prepare [--build DIR] [--no-prebuild]  here (CPU machine, CI): gathers
+#       into .gpu-carry/ the Debian libraries and headers the device machine lacks, checks them
+#       against what the build links, builds build-gpu/ (everything the checks run except the
+#       torch extension, which must match the device's torch and Python), and prints the exact
+#       `run` call; exits non-zero if anything is missing.
+#   scripts/gpu-check.sh [--no-gpu]               on the device machine: uses the carried
+#       build-gpu/ (or builds it when none came), builds the torch extension, runs the checks,
+#       each step bounded by `timeout`, all within 8 minutes; writes $OUT/summary.txt and one
+#       log per step. --no-gpu makes every step report SKIP("no GPU").
 #   scripts/gpu-check.sh --selftest               here (CI): runs the device mode with --no-gpu
 #       and checks its summary, the summary checker against broken summaries, and the budget.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CARRY=${GPU_CHECK_CARRY:-$ROOT/.gpu-carry}
 BUILD=$ROOT/build-gpu
+BUILD_TORCH=$ROOT/build-gpu-torch  # made on the device: the extension needs its torch and Python
+PREBUILT_MARK=prebuilt.txt        # in build-gpu/: "root=<source dir it was built in> commit=<rev>"
+# What the steps run from build-gpu/; --prepare builds them here so no device time goes on it.
+GPU_TARGETS=(mixccl mixccl-adaptor-nccl adaptor_nccl_tests adaptor_nccl_library_tests nccl_ranks_test
+             mixccl_nccl nccl_all_reduce_perf all_reduce_perf sendrecv_perf ucx_roof_perf mixcclrun)
+GPU_OUTPUTS=(src/libmixccl.so tests/adaptors/adaptor_nccl_tests tests/adaptors/adaptor_nccl_library_tests
+             tests/standin/nccl_ranks_test compat/nccl/lib/libnccl.so.2 compat/nccl/nccl_all_reduce_perf
+             perf/all_reduce_perf perf/sendrecv_perf tools/mixcclrun)
 BUDGET_S=480  # 8 minutes for everything, machine start not included
 
 # Steps in order, with their time bounds in seconds (they must add up to under BUDGET_S).
-STEPS=(info:10 build:210 adaptor:40 passthrough:60 copyroof:30 torch:60 ucx:60)
+STEPS=(info:10 build:110 adaptor:40 passthrough:60 copyroof:30 torch:150 ucx:60)
 
 # What the device machine lacks (docs/gpu.md, "The device machine"): the runtime libraries
 # libmixccl links beyond the base system (checked against `ldd` by --prepare), and the headers
 # and CMake files its build needs. Base libraries are not carried (libc, libstdc++, libgcc,
 # libssl3, libudev1): a second copy of those would replace the image's own for torch too.
 CARRY_PACKAGES=(libhwloc15 libhwloc-dev libibverbs1 libibverbs-dev libnl-3-200 libnl-route-3-200
-                libnuma1 libucx0 libucx-dev libssl-dev libgtest-dev)
+                libnl-3-dev libnl-route-3-dev libnuma1 libucx0 libucx-dev libssl-dev libgtest-dev nlohmann-json3-dev)
 BASE_PACKAGES=(libc6 libgcc-s1 libstdc++6 libssl3 libudev1)
 CARRY_HEADERS=(hwloc.h infiniband/verbs.h ucp/api/ucp.h openssl/ssl.h gtest/gtest.h)
 CARRY_LIMIT_MB=40  # of the 64 MiB that travel; the working tree takes the rest
@@ -112,6 +123,11 @@ step_info() {
   driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)
   cuda=$(nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p')
   nccl=$(python3 -c 'import torch; print(".".join(map(str, torch.cuda.nccl.version())))' 2>/dev/null)
+  # What the later steps rely on, for the log when one of them fails.
+  echo "tools: $(for t in nvcc python3 cmake ninja gcc g++; do printf '%s=%s ' "$t" "$(command -v $t)"; done)"
+  echo "cuda: $(ls -d /usr/local/cuda* 2>&1 | tr '\n' ' ') libcudart: $(ls /usr/local/cuda/lib64/libcudart.so* 2>&1 | tr '\n' ' ')"
+  echo "python: $(python3 -c 'import sys, torch; print(sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1)"
+  echo "nccl wheel: $(nccl_wheel_dir)"; echo "glibc: $(ldd --version | head -1)"; nvidia-smi || true
   [ -n "$gpu" ] || { echo "FAIL: nvidia-smi shows no GPU"; exit 1; }
   echo "VERSIONS: gpu=$gpu; driver=$driver; cuda=${cuda:-unknown}; nccl=${nccl:-unknown}"
   echo "KEY: $gpu, driver $driver, CUDA ${cuda:-?}, NCCL ${nccl:-?}"
@@ -125,21 +141,58 @@ carry_env() {
   export PKG_CONFIG_LIBDIR=$lib/pkgconfig:$CARRY/usr/share/pkgconfig PKG_CONFIG_SYSROOT_DIR=$CARRY
 }
 
+# The folder of headers compat/nccl and the adaptor compile against: nccl.h beside CUDA's
+# headers. The NCCL header is the one --prepare carried in build-gpu/nccl-header (the version the
+# shim and the adaptor are typed against), else the wheel's.
+nccl_include_dir() {
+  local inc=$1 header=$BUILD/nccl-header/nccl.h wheel
+  if [ ! -f "$header" ]; then
+    wheel=$(nccl_wheel_dir) || { echo "FAIL: no carried nccl.h and python3 has no nvidia.nccl" >&2; return 1; }
+    header=$wheel/include/nccl.h
+  fi
+  mkdir -p "$inc" && ln -sf /usr/local/cuda/include/* "$inc"/ && ln -sf "$header" "$inc/nccl.h"
+}
+
+# Configures and builds DIR against the carried libraries; the rest of the arguments are targets.
+build_here() {
+  local dir=$1 inc=$1/nccl-include
+  shift
+  nccl_include_dir "$inc" || exit 1
+  cmake -S "$ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMIXCCL_BUILD_TRAIN=OFF \
+    -DMIXCCL_WITH_OFI=OFF -DMIXCCL_CUDA_INCLUDE_DIR=/usr/local/cuda/include \
+    -DMIXCCL_NCCL_INCLUDE_DIR="$inc" -DOPENSSL_ROOT_DIR="$CARRY/usr" \
+    -DCMAKE_PREFIX_PATH="$CARRY/usr" -DGTest_DIR="$CARRY/usr/lib/x86_64-linux-gnu/cmake/GTest" \
+    "${CMAKE_EXTRA[@]}" || { echo "FAIL: configure $dir"; exit 1; }
+  ninja -C "$dir" -j16 "$@" || { echo "FAIL: build in $dir"; exit 1; }
+}
+
+# build-gpu/ normally comes prebuilt from --prepare, its run paths naming the folder it was built
+# in: that path is made to lead here. Without it, the step builds it (minutes of device time).
 step_build() {
   carry_env
-  local wheel inc=$BUILD/nccl-include
-  wheel=$(nccl_wheel_dir) || { echo "FAIL: python3 has no nvidia.nccl (nvidia-nccl-cu13 wheel)"; exit 1; }
-  # compat/nccl wants nccl.h with cuda_runtime.h beside it: one folder of links to both.
-  mkdir -p "$inc"
-  ln -sf /usr/local/cuda/include/* "$inc"/ && ln -sf "$wheel/include/nccl.h" "$inc/nccl.h" || exit 1
-  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMIXCCL_BUILD_TRAIN=OFF \
-    -DMIXCCL_WITH_TORCH=OFF -DMIXCCL_WITH_OFI=OFF -DMIXCCL_CUDA_INCLUDE_DIR=/usr/local/cuda/include \
-    -DMIXCCL_NCCL_INCLUDE_DIR="$inc" -DOPENSSL_ROOT_DIR="$CARRY/usr" \
-    -DCMAKE_PREFIX_PATH="$CARRY/usr" -DGTest_DIR="$CARRY/usr/lib/x86_64-linux-gnu/cmake/GTest" ||
-    { echo "FAIL: configure"; exit 1; }
-  ninja -C "$BUILD" -j16 mixccl mixccl-adaptor-nccl adaptor_nccl_tests adaptor_nccl_library_tests \
-    nccl_ranks_test mixccl_nccl nccl_all_reduce_perf all_reduce_perf sendrecv_perf ucx_roof_perf mixcclrun ||
-    { echo "FAIL: build"; exit 1; }
+  local mark=$BUILD/$PREBUILT_MARK root commit f missing=
+  if [ -f "$mark" ]; then
+    root=$(sed -n 's/^root=\([^ ]*\).*/\1/p' "$mark")
+    commit=$(sed -n 's/.* commit=\(.*\)/\1/p' "$mark")
+    if [ "$root" != "$ROOT" ]; then
+      if [ -e "$root" ]; then
+        [ "$(cd "$root" && pwd -P)" = "$(cd "$ROOT" && pwd -P)" ] ||
+          { echo "FAIL: build-gpu was built in $root, which exists here and is another folder"; exit 1; }
+      else
+        mkdir -p "$(dirname "$root")" && ln -s "$ROOT" "$root" || { echo "FAIL: cannot link $root"; exit 1; }
+      fi
+    fi
+    for f in "${GPU_OUTPUTS[@]}"; do [ -f "$BUILD/$f" ] || missing="$missing $f"; done
+    [ -z "$missing" ] || { echo "FAIL: the prebuilt build-gpu lacks$missing"; exit 1; }
+    # Every library the prebuilt programs need is found (carried or the image's own).
+    missing=$(ldd "$BUILD/src/libmixccl.so" "$BUILD/tests/standin/nccl_ranks_test" \
+      "$BUILD/tools/mixcclrun" | grep 'not found' | sort -u | tr -s ' \t\n' ' ')
+    [ -z "$missing" ] || { echo "FAIL: libraries not found:$missing"; exit 1; }
+    echo "KEY: prebuilt on the CPU machine at $commit (${#GPU_OUTPUTS[@]} programs and libraries, libraries resolve)"
+    return 0
+  fi
+  CMAKE_EXTRA=(-DMIXCCL_WITH_TORCH=OFF)
+  build_here "$BUILD" "${GPU_TARGETS[@]}"
   echo "KEY: built in $BUILD"
 }
 
@@ -176,6 +229,7 @@ step_passthrough() {
   carry_env
   local src=$ROOT/compat/nccl/perf/nccl_all_reduce_perf.c wheel real=$BUILD/nccl_all_reduce_perf_real
   wheel=$(nccl_wheel_dir) || { echo "FAIL: python3 has no nvidia.nccl (nvidia-nccl-cu13 wheel)"; exit 1; }
+  nccl_include_dir "$BUILD/nccl-include" || exit 1
   gcc -O2 -o "$real" "$src" -I"$BUILD/nccl-include" -I"$ROOT/compat/nccl/perf" -L"$wheel/lib" \
     -l:libnccl.so.2 -lm -ldl -Wl,-rpath,"$wheel/lib" || { echo "FAIL: link to real NCCL"; exit 1; }
   export MIXCCL_CUDA_RUNTIME_LIBRARY=/usr/local/cuda/lib64/libcudart.so.13
@@ -233,7 +287,7 @@ step_copyroof() {
 
 step_torch() {
   carry_env
-  local shim=$BUILD/compat/nccl/lib/libnccl.so.2 wheel start=$SECONDS pg_log=$BUILD/torch_pg_nccl.log
+  local shim=$BUILD/compat/nccl/lib/libnccl.so.2 wheel start=$SECONDS pg_log=$BUILD/torch_pg_nccl.log train=
   [ -f "$shim" ] || { echo "FAIL: no $shim"; exit 1; }
   wheel=$(nccl_wheel_dir) || { echo "FAIL: python3 has no nvidia.nccl (nvidia-nccl-cu13 wheel)"; exit 1; }
   # torch's own ProcessGroupNCCL on mixccl's libnccl.so.2, world size 1; in the background
@@ -251,22 +305,38 @@ print("torch", torch.__version__, "all_reduce on cuda:", "exact" if ok else "WRO
 assert ok
 EOF2
   local pg=$!
-  # The mixccl backend, rebuilt here against this machine's torch (with its CUDA support).
-  cmake -S "$ROOT" -B "$BUILD" -DMIXCCL_WITH_TORCH=ON -DMIXCCL_TORCH_CUDA=ON >/dev/null &&
-    ninja -C "$BUILD" -j16 mixccl_torch_backend >/dev/null ||
-    { wait $pg; cat "$pg_log"; echo "FAIL: build of the mixccl torch extension ($((SECONDS - start)) s)"; exit 1; }
+  # The mixccl backend, built here against this machine's torch and Python (with CUDA support).
+  CMAKE_EXTRA=(-DMIXCCL_WITH_TORCH=ON -DMIXCCL_TORCH_CUDA=ON -DPython3_EXECUTABLE="$(command -v python3)")
+  (build_here "$BUILD_TORCH" mixccl_torch_backend mixccl-adaptor-nccl >"$BUILD/torch_build.log" 2>&1) ||
+    { wait $pg; cat "$pg_log"; tail -40 "$BUILD/torch_build.log"
+      echo "FAIL: build of the mixccl torch extension ($((SECONDS - start)) s)"; exit 1; }
   echo "== extension built in $((SECONDS - start)) s"
   # tests/torch/gpu_cuda_test.py: 5 ranks on the one GPU (rank 0 on the nccl adaptor with CUDA
   # tensors, rank 1 CUDA tensors on the host adaptor, 3 CPU ranks); every op, a side-stream
   # producer, wait() without a host block, CPU tensors, DDP against gloo.
   local rc=0
-  PYTHONPATH=$BUILD/python MIXCCL_PLUGIN_PATH=$BUILD/src \
-    MIXCCL_NCCL_LIBRARY=$wheel/lib/libnccl.so.2 MIXCCL_GPU_TEST_LIMIT_S=$((55 - (SECONDS - start))) \
+  PYTHONPATH=$BUILD_TORCH/python MIXCCL_PLUGIN_PATH=$BUILD_TORCH/src \
+    MIXCCL_NCCL_LIBRARY=$wheel/lib/libnccl.so.2 MIXCCL_GPU_TEST_LIMIT_S=$((100 - (SECONDS - start))) \
     python3 "$ROOT/tests/torch/gpu_cuda_test.py" -v || rc=1
   wait $pg || { cat "$pg_log"; echo "FAIL: ProcessGroupNCCL on mixccl's libnccl.so.2"; exit 1; }
   cat "$pg_log"
   [ "$rc" = 0 ] || { echo "FAIL: mixccl backend on CUDA tensors (gpu_cuda_test.py; CHECK lines above)"; exit 1; }
-  echo "KEY: mixccl backend on CUDA tensors: 14 checks x 5 ranks (nccl:cuda, host:cuda, 3x host:cpu) passed; ProcessGroupNCCL over mixccl's libnccl.so.2: 1 rank, 4 MiB float32 exact"
+  # mixccl.train with its fast replica on the GPU (NCCL adaptor) beside a 2-stage CPU pipeline
+  # (host adaptor), tests/train_torch/plans/hetero_3.json: the losses of 3 steps against the
+  # single CPU process, fp32 (1e-5, as on CPUs) and bf16 autocast on the GPU rank (5e-2).
+  local tt=$ROOT/tests/train_torch par out=
+  for par in "tiny3.json cuda:fp32 1e-5" "tiny3-bf16.json cuda:bf16 5e-2"; do
+    set -- $par
+    out=$(PYTHONPATH=$BUILD_TORCH/python:$tt MIXCCL_PLUGIN_PATH=$BUILD_TORCH/src OMP_NUM_THREADS=1 \
+      MIXCCL_NCCL_LIBRARY=$wheel/lib/libnccl.so.2 PARITY_PLAN_ARGS="--device-map fast=cuda" \
+      PARITY_EXPECT="$2,cpu:fp32,cpu:fp32" PARITY_BOUND=$3 TORCH_CPP_LOG_LEVEL=ERROR \
+      python3 "$tt/parity.py" "$tt/$1" "$tt/plans/hetero_3.json" 3 3 \
+      mixcclrun "$BUILD/tools/mixcclrun" nccl:1,host:2 2>&1) ||
+      { echo "$out"; echo "FAIL: mixccl.train with a GPU rank ($1)"; exit 1; }
+    echo "$out"
+    train="$train $2 $(echo "$out" | sed -n 's/.*largest relative difference \([^ ]*\).*/\1/p')"
+  done
+  echo "KEY: mixccl backend on CUDA tensors: 14 checks x 5 ranks (nccl:cuda, host:cuda, 3x host:cpu) passed; ProcessGroupNCCL over mixccl's libnccl.so.2: 1 rank, 4 MiB float32 exact; mixccl.train GPU+2 CPU ranks vs single CPU, largest loss difference:$train"
 }
 
 step_ucx() {
@@ -309,10 +379,34 @@ device_main() {
 }
 
 # ---------------------------------------------------------------- --prepare (CPU machine)
+# build-gpu/ built here, as the device would build it (Release, no training core, no libfabric,
+# no torch), against this machine's libraries (carried to the device) and the NCCL header of the
+# normal build DIR, which is copied into build-gpu/nccl-header for the device's own builds.
+prebuild_main() {
+  local build=$1 header_dir f
+  header_dir=$(sed -n 's/^MIXCCL_NCCL_INCLUDE_DIR:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null)
+  [ -f "$header_dir/nccl.h" ] || { echo "prebuild: no nccl.h in the build's MIXCCL_NCCL_INCLUDE_DIR '$header_dir'"; return 1; }
+  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMIXCCL_BUILD_TRAIN=OFF \
+    -DMIXCCL_WITH_TORCH=OFF -DMIXCCL_WITH_OFI=OFF -DMIXCCL_NCCL_INCLUDE_DIR="$header_dir" \
+    >"$BUILD.configure.log" 2>&1 || { cat "$BUILD.configure.log"; echo "prebuild: configure failed"; return 1; }
+  ninja -C "$BUILD" "${GPU_TARGETS[@]}" >"$BUILD.build.log" 2>&1 ||
+    { tail -40 "$BUILD.build.log"; echo "prebuild: build failed"; return 1; }
+  rm -f "$BUILD.configure.log" "$BUILD.build.log"
+  for f in "${GPU_OUTPUTS[@]}"; do [ -f "$BUILD/$f" ] || { echo "prebuild: $BUILD/$f was not built"; return 1; }; done
+  mkdir -p "$BUILD/nccl-header" && cp "$header_dir/nccl.h" "$BUILD/nccl-header/nccl.h" || return 1
+  echo "root=$ROOT commit=$(git -C "$ROOT" rev-parse --short HEAD)$([ -z "$(git -C "$ROOT" status --porcelain --untracked-files=no)" ] || echo -dirty)" \
+    >"$BUILD/$PREBUILT_MARK"
+  echo "gpu-check prepare: built $BUILD ($(du -sm "$BUILD" | cut -f1) MiB)"
+}
+
 prepare_main() {
-  local build=$ROOT/build debs=${GPU_CHECK_DEBS:-$ROOT/.gpu-carry.debs} missing=() p f
+  local build=$ROOT/build debs=${GPU_CHECK_DEBS:-$ROOT/.gpu-carry.debs} missing=() p f prebuild=1
   while [ $# -gt 0 ]; do
-    case $1 in --build) build=$2; shift 2 ;; *) die "unknown --prepare argument $1" ;; esac
+    case $1 in
+      --build) build=$2; shift 2 ;;
+      --no-prebuild) prebuild=0; shift ;;
+      *) die "unknown --prepare argument $1" ;;
+    esac
   done
   mkdir -p "$CARRY" "$debs"
   local updated=0
@@ -345,12 +439,22 @@ prepare_main() {
   else
     missing+=("$build/src/libmixccl.so (build first: its ldd decides what travels)")
   fi
-  local mb
+  local mb carry_list="\"$(basename "$CARRY")\""
   mb=$(du -sm "$CARRY" | cut -f1)
   [ "$mb" -le "$CARRY_LIMIT_MB" ] || missing+=("room: $CARRY is $mb MiB, over $CARRY_LIMIT_MB MiB")
   echo "gpu-check prepare: $CARRY holds ${#CARRY_PACKAGES[@]} packages, $mb MiB"
+  if [ "$prebuild" = 1 ]; then
+    prebuild_main "$build" || missing+=("build-gpu (the prebuild failed)")
+    # The working tree, the carry and build-gpu travel together: 64 MiB at most.
+    local total tree
+    tree=$(git -C "$ROOT" ls-files -z --cached --others --exclude-standard | (cd "$ROOT" && xargs -0 du -cb 2>/dev/null) | tail -1 | cut -f1)
+    total=$(( (tree + $(du -sb "$CARRY" | cut -f1) + $(du -sb "$BUILD" | cut -f1)) / 1048576 ))
+    echo "gpu-check prepare: $total MiB travel (working tree, carry, build-gpu)"
+    [ "$total" -lt 64 ] || missing+=("room: $total MiB would travel, over 64 MiB")
+    carry_list="$carry_list, \"build-gpu\""
+  fi
   echo "the run call (docs/gpu.md):"
-  echo "  run(command=\"scripts/gpu-check.sh\", carry=[\"$(basename "$CARRY")\"], timeout_s=540)"
+  echo "  run(command=\"scripts/gpu-check.sh\", carry=[$carry_list], timeout_s=480)"
   if [ "${#missing[@]}" -gt 0 ]; then
     printf 'gpu-check prepare: missing: %s\n' "${missing[@]}" >&2
     return 1
@@ -414,5 +518,5 @@ case "${1:-}" in
   --check-summary) check_summary "$2" ;;
   --no-gpu) NO_GPU=1 device_main ;;
   "") device_main ;;
-  *) die "usage: scripts/gpu-check.sh [--prepare [--build DIR] | --selftest | --no-gpu | --check-summary FILE]" ;;
+  *) die "usage: scripts/gpu-check.sh [--prepare [--build DIR] [--no-prebuild] | --selftest | --no-gpu | --check-summary FILE]" ;;
 esac

@@ -1,6 +1,6 @@
 """The report JSON (rank 0 writes it) and the progress line per step: per step the loss, the
-step time, tokens/s, the gradient norm, and every rank's compute / communication / idle time
-and peak memory. Communication includes the waits for the neighbours' activations and
+step time, tokens/s, the gradient norm, and every rank's compute / communication / idle time,
+peak memory, device (cpu or cuda) and compute dtype (bf16 under autocast, else fp32). Communication includes the waits for the neighbours' activations and
 gradients and for the gradient sums; idle is the rest (data, optimizer, bookkeeping)."""
 import json
 import sys
@@ -22,11 +22,13 @@ class Report:
         self.steps = []
 
     def add_step(self, trainer, step, loss, norm, step_s, times, peak_bytes):
+        # Where the rank computed, as a number so it travels in the same all_gather.
+        where = 0.0 if trainer.device.type != "cuda" else (2.0 if trainer.autocast else 1.0)
         mine = torch.tensor([times.compute_s, times.comm_s,
-                             max(step_s - times.compute_s - times.comm_s, 0.0), float(peak_bytes)],
-                            dtype=torch.float64)
+                             max(step_s - times.compute_s - times.comm_s, 0.0), float(peak_bytes),
+                             where], dtype=torch.float64)
         if trainer.distributed:
-            everyone = [torch.zeros(4, dtype=torch.float64) for _ in range(self.world)]
+            everyone = [torch.zeros(5, dtype=torch.float64) for _ in range(self.world)]
             wait_for(dist.all_gather(everyone, mine, async_op=True), trainer.rank,
                      "gathering the step's times from ranks", f"0-{self.world - 1}")
         else:
@@ -35,7 +37,9 @@ class Report:
         rec = {"step": step, "loss": loss, "grad_norm": norm, "step_s": step_s,
                "tokens_per_s": tokens / step_s,
                "ranks": [{"rank": r, "compute_s": float(v[0]), "comm_s": float(v[1]),
-                          "idle_s": float(v[2]), "peak_memory_bytes": int(v[3])}
+                          "idle_s": float(v[2]), "peak_memory_bytes": int(v[3]),
+                          "device": "cpu" if v[4] == 0 else "cuda",
+                          "compute_dtype": "bf16" if v[4] == 2 else "fp32"}
                          for r, v in enumerate(everyone)]}
         self.steps.append(rec)
         if trainer.rank == 0 and not self.args.quiet:
