@@ -18,7 +18,7 @@ BUILD=$ROOT/build-gpu
 BUILD_TORCH=$ROOT/build-gpu-torch  # made on the device: the extension needs its torch and Python
 PREBUILT_MARK=prebuilt.txt        # in build-gpu/: "root=<source dir it was built in> commit=<rev>"
 # What the steps run from build-gpu/; --prepare builds them here so no device time goes on it.
-GPU_TARGETS=(mixccl mixccl-adaptor-nccl adaptor_nccl_tests adaptor_nccl_library_tests nccl_ranks_test
+GPU_TARGETS=(mixccl mixccl-adaptor-nccl adaptor_nccl_tests adaptor_nccl_library_tests nccl_ranks_test all_gather_perf reduce_scatter_perf
              mixccl_nccl nccl_all_reduce_perf all_reduce_perf sendrecv_perf ucx_roof_perf mixcclrun)
 GPU_OUTPUTS=(src/libmixccl.so tests/adaptors/adaptor_nccl_tests tests/adaptors/adaptor_nccl_library_tests
              tests/standin/nccl_ranks_test compat/nccl/lib/libnccl.so.2 compat/nccl/nccl_all_reduce_perf
@@ -26,7 +26,7 @@ GPU_OUTPUTS=(src/libmixccl.so tests/adaptors/adaptor_nccl_tests tests/adaptors/a
 BUDGET_S=480  # 8 minutes for everything, machine start not included
 
 # Steps in order, with their time bounds in seconds (they must add up to under BUDGET_S).
-STEPS=(info:10 build:110 adaptor:40 passthrough:60 copyroof:30 torch:150 ucx:60)
+STEPS=(info:30 build:90 adaptor:40 passthrough:60 copyroof:30 torch:150 ucx:60)
 
 # What the device machine lacks (docs/gpu.md, "The device machine"): the runtime libraries
 # libmixccl links beyond the base system (checked against `ldd` by --prepare), and the headers
@@ -287,13 +287,15 @@ step_copyroof() {
 
 step_torch() {
   carry_env
-  local shim=$BUILD/compat/nccl/lib/libnccl.so.2 wheel start=$SECONDS pg_log=$BUILD/torch_pg_nccl.log train=
+  local shim=$BUILD/compat/nccl/lib/libnccl.so.2 wheel start=$SECONDS pg_log=$BUILD/torch_pg_nccl.log
   [ -f "$shim" ] || { echo "FAIL: no $shim"; exit 1; }
   wheel=$(nccl_wheel_dir) || { echo "FAIL: python3 has no nvidia.nccl (nvidia-nccl-cu13 wheel)"; exit 1; }
   # torch's own ProcessGroupNCCL on mixccl's libnccl.so.2, world size 1; in the background
-  # while the mixccl extension builds (the step has 60 s for everything).
-  LD_PRELOAD=$shim MIXCCL_COMM_ID=127.0.0.1:0 python3 - >"$pg_log" 2>&1 <<'EOF2' &
-import torch, torch.distributed as dist
+  # while the mixccl extension builds and its tests run.
+  # Bounded (45 s: Python's stacks, then exit) and logged (MIXCCL_DEBUG=INFO) so a hang says where.
+  LD_PRELOAD=$shim MIXCCL_COMM_ID=127.0.0.1:0 MIXCCL_DEBUG=INFO python3 - >"$pg_log" 2>&1 <<'EOF2' &
+import faulthandler, torch, torch.distributed as dist
+faulthandler.dump_traceback_later(45, exit=True)
 store = dist.HashStore()
 dist.init_process_group("nccl", store=store, rank=0, world_size=1)
 x = torch.arange(1 << 20, dtype=torch.float32, device="cuda")
@@ -314,28 +316,28 @@ EOF2
   # tests/torch/gpu_cuda_test.py: 5 ranks on the one GPU (rank 0 on the nccl adaptor with CUDA
   # tensors, rank 1 CUDA tensors on the host adaptor, 3 CPU ranks); every op, a side-stream
   # producer, wait() without a host block, CPU tensors, DDP against gloo.
-  local rc=0
+  local failed=
   PYTHONPATH=$BUILD_TORCH/python MIXCCL_PLUGIN_PATH=$BUILD_TORCH/src \
     MIXCCL_NCCL_LIBRARY=$wheel/lib/libnccl.so.2 MIXCCL_GPU_TEST_LIMIT_S=$((100 - (SECONDS - start))) \
-    python3 "$ROOT/tests/torch/gpu_cuda_test.py" -v || rc=1
-  wait $pg || { cat "$pg_log"; echo "FAIL: ProcessGroupNCCL on mixccl's libnccl.so.2"; exit 1; }
-  cat "$pg_log"
-  [ "$rc" = 0 ] || { echo "FAIL: mixccl backend on CUDA tensors (gpu_cuda_test.py; CHECK lines above)"; exit 1; }
+    python3 "$ROOT/tests/torch/gpu_cuda_test.py" -v || failed="$failed gpu_cuda_test.py;"
   # mixccl.train with its fast replica on the GPU (NCCL adaptor) beside a 2-stage CPU pipeline
   # (host adaptor), tests/train_torch/plans/hetero_3.json: the losses of 3 steps against the
   # single CPU process, fp32 (1e-5, as on CPUs) and bf16 autocast on the GPU rank (5e-2).
-  local tt=$ROOT/tests/train_torch par out=
+  local tt=$ROOT/tests/train_torch par out train=
   for par in "tiny3.json cuda:fp32 1e-5" "tiny3-bf16.json cuda:bf16 5e-2"; do
     set -- $par
     out=$(PYTHONPATH=$BUILD_TORCH/python:$tt MIXCCL_PLUGIN_PATH=$BUILD_TORCH/src OMP_NUM_THREADS=1 \
       MIXCCL_NCCL_LIBRARY=$wheel/lib/libnccl.so.2 PARITY_PLAN_ARGS="--device-map fast=cuda" \
       PARITY_EXPECT="$2,cpu:fp32,cpu:fp32" PARITY_BOUND=$3 TORCH_CPP_LOG_LEVEL=ERROR \
-      python3 "$tt/parity.py" "$tt/$1" "$tt/plans/hetero_3.json" 3 3 \
-      mixcclrun "$BUILD/tools/mixcclrun" nccl:1,host:2 2>&1) ||
-      { echo "$out"; echo "FAIL: mixccl.train with a GPU rank ($1)"; exit 1; }
-    echo "$out"
+      timeout 40 python3 "$tt/parity.py" "$tt/$1" "$tt/plans/hetero_3.json" 3 3 \
+      mixcclrun "$BUILD/tools/mixcclrun" nccl:1,host:2 2>&1) || failed="$failed mixccl.train $2;"
+    echo "$out" | tail -40
     train="$train $2 $(echo "$out" | sed -n 's/.*largest relative difference \([^ ]*\).*/\1/p')"
   done
+  wait $pg || failed="$failed ProcessGroupNCCL over mixccl's libnccl.so.2;"
+  echo "== ProcessGroupNCCL over mixccl's libnccl.so.2 (last 60 lines)"
+  tail -60 "$pg_log"
+  [ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
   echo "KEY: mixccl backend on CUDA tensors: 14 checks x 5 ranks (nccl:cuda, host:cuda, 3x host:cpu) passed; ProcessGroupNCCL over mixccl's libnccl.so.2: 1 rank, 4 MiB float32 exact; mixccl.train GPU+2 CPU ranks vs single CPU, largest loss difference:$train"
 }
 

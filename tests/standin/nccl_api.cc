@@ -116,11 +116,19 @@ ncclResult_t submit(const char* call, ncclComm_t comm, cudaStream_t stream, Op o
   if (ncclResult_t r = injected(call)) return r;
   std::shared_ptr<CommState> c = stateOf(comm);
   if (!c) return fail(ncclInvalidArgument, std::string(call) + ": comm " + pointerText(comm) + " is not a live communicator");
+  // As NCCL's ncclCommEnsureReady does: through the exported ncclCommGetAsyncError, a call the
+  // dynamic linker binds to the first definition in the global scope (mixccl's shim, when the
+  // adaptor opened this library without RTLD_DEEPBIND under it).
+  ncclResult_t ready = ncclSuccess;
+  if (ncclResult_t r = ncclCommGetAsyncError(comm, &ready)) return r;
   if (typeBytes(op.type) == 0)
     return fail(ncclInvalidArgument, std::string(call) + ": invalid datatype " + std::to_string(op.type));
   const bool reduces = op.kind == OpKind::AllReduce || op.kind == OpKind::Reduce || op.kind == OpKind::ReduceScatter;
   if (reduces && (op.op < 0 || op.op >= ncclNumOps))
     return fail(ncclInvalidArgument, std::string(call) + ": invalid reduction op " + std::to_string(op.op));
+  // NCCL 2.28.9 on an H100 refused a one-rank Avg on float8e4m3 (docs/gpu.md); so does this.
+  if (reduces && op.op == ncclAvg && op.type == ncclFloat8e4m3 && c->nranks == 1)
+    return fail(ncclInvalidArgument, std::string(call) + ": Avg on float8e4m3 with one rank (refused as NCCL 2.28.9 does)");
   if (op.root < 0 || op.root >= c->nranks)
     return fail(ncclInvalidArgument, std::string(call) + ": " +
                                          (op.kind == OpKind::Send || op.kind == OpKind::Recv ? "peer " : "root ") +

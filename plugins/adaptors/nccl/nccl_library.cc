@@ -36,9 +36,23 @@ void append(std::string* tried, const std::string& what) {
   *tried += (tried->empty() ? "" : "; ") + what;
 }
 
+// With mixccl's shim in the process's global scope (linked or preloaded as libnccl.so.2), NCCL
+// must be opened with RTLD_DEEPBIND: NCCL calls its own exported functions (ncclCommEnsureReady
+// calls ncclCommGetAsyncError before every collective), and without it the dynamic linker binds
+// those calls to the shim's definitions, which refuse NCCL's communicator (seen on a GPU: every
+// ncclAllReduce through the drop-in failed with ncclInvalidUsage). The address sanitizer refuses
+// RTLD_DEEPBIND, so an ASan build keeps the plain flags (and the shim over real NCCL fails there).
+int vendorOpenFlags() {
+#if defined(__SANITIZE_ADDRESS__)
+  return RTLD_NOW | RTLD_LOCAL;
+#else
+  return RTLD_NOW | RTLD_LOCAL | (dlsym(RTLD_DEFAULT, kShimMarker) != nullptr ? RTLD_DEEPBIND : 0);
+#endif
+}
+
 // Opens path (a file path or the bare loader name). Returns "" with *handle set, or why not.
 std::string tryOne(const std::string& path, void** handle) {
-  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  void* h = dlopen(path.c_str(), vendorOpenFlags());
   if (h == nullptr) {
     const char* why = dlerror();
     return path + ": " + (why ? why : "not loadable");

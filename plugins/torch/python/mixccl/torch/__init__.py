@@ -35,7 +35,8 @@ BACKEND_NAME = "mixccl"
 def _create(dist_opts, backend_options):
     """torch's creator (extended API): a split of the parent group when torch offers one of
     ours (init_process_group(device_id=...) then new_group), else a new communicator."""
-    parent = dist_opts.split_from
+    # split_from is newer than torch 2.11, whose options object has no such attribute.
+    parent = getattr(dist_opts, "split_from", None)
     if isinstance(parent, MixcclBackend):
         return parent.split_group(dist_opts.store, dist_opts.group_rank, dist_opts.timeout)
     return create_backend(dist_opts.store, dist_opts.group_rank, dist_opts.group_size,
