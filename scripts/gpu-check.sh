@@ -296,6 +296,7 @@ step_torch() {
   LD_PRELOAD=$shim MIXCCL_COMM_ID=127.0.0.1:0 MIXCCL_DEBUG=INFO python3 - >"$pg_log" 2>&1 <<'EOF2' &
 import faulthandler, torch, torch.distributed as dist
 faulthandler.dump_traceback_later(45, exit=True)
+print("torch", torch.__version__, "sees NCCL", torch.cuda.nccl.version(), flush=True)
 store = dist.HashStore()
 dist.init_process_group("nccl", store=store, rank=0, world_size=1)
 x = torch.arange(1 << 20, dtype=torch.float32, device="cuda")
@@ -307,6 +308,11 @@ print("torch", torch.__version__, "all_reduce on cuda:", "exact" if ok else "WRO
 assert ok
 EOF2
   local pg=$!
+  # Where it stands if still running after 35 s: every thread's native stack (cuda-gdb is the
+  # device image's only debugger), for the log.
+  (sleep 35; kill -0 $pg 2>/dev/null && command -v cuda-gdb >/dev/null &&
+    timeout 25 cuda-gdb -p $pg -batch -ex "thread apply all bt" >"$BUILD/torch_pg_stack.log" 2>&1) &
+  local stack=$!
   # The mixccl backend, built here against this machine's torch and Python (with CUDA support).
   CMAKE_EXTRA=(-DMIXCCL_WITH_TORCH=ON -DMIXCCL_TORCH_CUDA=ON -DPython3_EXECUTABLE="$(command -v python3)")
   (build_here "$BUILD_TORCH" mixccl_torch_backend mixccl-adaptor-nccl >"$BUILD/torch_build.log" 2>&1) ||
@@ -335,8 +341,13 @@ EOF2
     train="$train $2 $(echo "$out" | sed -n 's/.*largest relative difference \([^ ]*\).*/\1/p')"
   done
   wait $pg || failed="$failed ProcessGroupNCCL over mixccl's libnccl.so.2;"
+  wait $stack
   echo "== ProcessGroupNCCL over mixccl's libnccl.so.2 (last 60 lines)"
   tail -60 "$pg_log"
+  if [ -s "$BUILD/torch_pg_stack.log" ]; then
+    echo "== its threads' stacks at 35 s (frames only)"
+    grep -E '^(Thread|#)' "$BUILD/torch_pg_stack.log" | cut -c1-220 | head -150
+  fi
   [ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
   echo "KEY: mixccl backend on CUDA tensors: 14 checks x 5 ranks (nccl:cuda, host:cuda, 3x host:cpu) passed; ProcessGroupNCCL over mixccl's libnccl.so.2: 1 rank, 4 MiB float32 exact; mixccl.train GPU+2 CPU ranks vs single CPU, largest loss difference:$train"
 }

@@ -37,15 +37,10 @@ Result pointToPoint(const char* fn, WorkItem::Kind kind, const void* buf, size_t
   MIXCCL_CHECK(checkCommonArgs(fn, comm, type, stream));
   MIXCCL_CHECK(checkRank(fn, "peer", peer, comm->nranks));
   MIXCCL_CHECK(checkBuffer(fn, "buffer", buf, count, 1, type, &bytes));
+  // Device memory in one domain moves through the library's own send/recv, which a table may
+  // leave out. (In a job of several domains it is staged through host memory: work.cc.)
   if (comm->adaptor->table->memoryKind == MIXCCL_ADAPTOR_DEVICE_MEMORY &&
-      !(comm->domainMap.single() && comm->domainComm))
-    return raiseError(mixcclInvalidUsage,
-                      "%s: Send/Recv of %s device memory in a job with several domains is not "
-                      "supported yet (collectives are; docs/adaptors.md)", fn,
-                      comm->adaptor->name.c_str());
-  // Device memory moves through the library's own send/recv, which a table may leave out.
-  if (comm->adaptor->table->memoryKind == MIXCCL_ADAPTOR_DEVICE_MEMORY &&
-      !comm->adaptor->table->hasPointToPoint())
+      comm->domainMap.single() && comm->domainComm && !comm->adaptor->table->hasPointToPoint())
     return raiseError(mixcclInvalidUsage,
                       "%s: the %s adaptor's native library has no send/recv (its table leaves "
                       "them NULL), and mixccl's own transport cannot move device memory", fn,

@@ -4,6 +4,7 @@
 #include "core/staged_dispatch.h"
 
 #include <memory>
+#include <vector>
 
 #include "adaptors/adaptor_loader.h"
 #include "algo/reduce.h"
@@ -15,22 +16,6 @@
 namespace mixccl {
 namespace {
 
-void ensureExecutor(Comm* comm) {
-  std::lock_guard<std::mutex> lock(comm->stagedMutex);
-  if (!comm->staged)
-    comm->staged.reset(new StagedExecutor([comm](Result r, const std::string& why) {
-      comm->health.fail(r, "device staging: " + why);
-    }));
-}
-
-// One stream copy around a staged job: before it (its input) or after it (its result).
-struct StreamCopy {
-  void* dst = nullptr;
-  const void* src = nullptr;
-  size_t bytes = 0;
-  mixcclAdaptorCopyKind_t kind = mixcclCopyDeviceToHost;
-};
-
 // A stream step that failed fails the communicator (its peers are already inside the
 // collective). Logged once: by Health::fail, or here when the communicator had failed before.
 Result failStep(Comm* comm, const AdaptorTable& t, const char* step, mixcclResult_t r) {
@@ -39,17 +24,25 @@ Result failStep(Comm* comm, const AdaptorTable& t, const char* step, mixcclResul
   return r;
 }
 
-// Hands job to the executor and enqueues on the caller's stream: before, the hand-over, the
-// hold, after, the event; then returns (see staged_executor.h).
-Result enqueueJob(Comm* comm, const CollCall& call, std::shared_ptr<StagedJob> job,
-                  const StreamCopy& before, const StreamCopy& after) {
+}  // namespace
+
+void ensureExecutor(Comm* comm) {
+  std::lock_guard<std::mutex> lock(comm->stagedMutex);
+  if (!comm->staged)
+    comm->staged.reset(new StagedExecutor([comm](Result r, const std::string& why) {
+      comm->health.fail(r, "device staging: " + why);
+    }));
+}
+
+Result enqueueStagedJob(Comm* comm, void* s, std::shared_ptr<StagedJob> job,
+                        const std::vector<StreamCopy>& before, const std::vector<StreamCopy>& after) {
   const AdaptorTable& t = *comm->adaptor->table;
   // From here the executor owns the job (and frees its staging once the stream is past it).
   comm->staged->submit(job);
-  void* s = call.stream;
   mixcclResult_t r = mixcclSuccess;
   const char* step = "memcpy before the job";
-  if (before.bytes) r = t.memcpyAsync(before.dst, before.src, before.bytes, before.kind, s);
+  for (const StreamCopy& c : before)
+    if (r == mixcclSuccess && c.bytes) r = t.memcpyAsync(c.dst, c.src, c.bytes, c.kind, s);
   if (r == mixcclSuccess) {
     step = "launchHostFunc";
     r = t.launchHostFunc(s, &StagedExecutor::markReady, job.get());
@@ -63,9 +56,10 @@ Result enqueueJob(Comm* comm, const CollCall& call, std::shared_ptr<StagedJob> j
   }
   r = t.launchHostFunc(s, &StagedExecutor::holdUntilDone, job.get());
   step = "launchHostFunc";
-  if (r == mixcclSuccess && after.bytes) {
+  for (const StreamCopy& c : after) {
+    if (r != mixcclSuccess || !c.bytes) continue;
     step = "memcpy after the job";
-    r = t.memcpyAsync(after.dst, after.src, after.bytes, after.kind, s);
+    r = t.memcpyAsync(c.dst, c.src, c.bytes, c.kind, s);
   }
   if (r == mixcclSuccess) {
     step = "eventRecord";
@@ -74,6 +68,8 @@ Result enqueueJob(Comm* comm, const CollCall& call, std::shared_ptr<StagedJob> j
   if (r != mixcclSuccess) return failStep(comm, t, step, r);
   return mixcclSuccess;
 }
+
+namespace {
 
 // Device memory straight to the transport (device_direct.h) suits the collectives that only
 // move bytes and that every domain runs with the same flat algorithm (runAcrossDomains hands
@@ -138,7 +134,7 @@ Result runStaged(Comm* comm, const CollCall& call, const PreMulSumOp* preMul) {
       Result w = tr.waitAll();
       return r != mixcclSuccess ? r : w;
     };
-    return enqueueJob(comm, call, job, own, StreamCopy{});
+    return enqueueStagedJob(comm, call.stream, job, {own}, {});
   }
   size_t sendBytes = 0, recvBytes = 0;
   callBytes(call, comm->rank, comm->nranks, &sendBytes, &recvBytes);
@@ -189,9 +185,9 @@ Result runStaged(Comm* comm, const CollCall& call, const PreMulSumOp* preMul) {
     Result w = tr.waitAll();
     return r != mixcclSuccess ? r : w;
   };
-  return enqueueJob(comm, call, job,
-                    StreamCopy{job->hostSend, call.sendbuf, sendBytes, mixcclCopyDeviceToHost},
-                    StreamCopy{call.recvbuf, job->hostRecv, recvBytes, mixcclCopyHostToDevice});
+  return enqueueStagedJob(comm, call.stream, job,
+                          {StreamCopy{job->hostSend, call.sendbuf, sendBytes, mixcclCopyDeviceToHost}},
+                          {StreamCopy{call.recvbuf, job->hostRecv, recvBytes, mixcclCopyHostToDevice}});
 }
 
 }  // namespace mixccl

@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "core/collective_dispatch.h"
 #include "core/mismatch_check.h"
+#include "core/staged_transfers.h"
 
 namespace mixccl {
 namespace {
@@ -35,12 +36,13 @@ Result matchSelfTransfers(Comm* comm, const std::vector<WorkItem*>& items) {
   return mixcclSuccess;
 }
 
-// Device memory (one native domain): the sends and receives go to the library in one group.
-// (Several domains: Send/Recv of device memory were refused when they were called.)
+// Device memory: in one native domain the sends and receives go to the library in one group;
+// in a job of several domains they are staged through host memory (staged_transfers.h).
 Result nativeTransfers(Comm* comm, const std::vector<WorkItem*>& items) {
   bool any = false;
   for (WorkItem* w : items) any = any || w->kind != WorkItem::Kind::Collective;
-  if (!any || !comm->domainComm) return mixcclSuccess;
+  if (!any) return mixcclSuccess;
+  if (!(comm->domainMap.single() && comm->domainComm)) return runStagedTransfers(comm, items);
   const AdaptorTable& t = comm->domainComm->table();
   void* nc = comm->domainComm->native();
   MIXCCL_CHECK(checkNative(t, "groupStart", t.groupStart()));

@@ -58,6 +58,42 @@ static int32_t iin(int op, int rank, size_t i) {
   return (int32_t)((rank * 7 + i) % 11) - 5;
 }
 
+/* A ring of Send/Recv in one group, plus a send to self: device memory on simdev ranks (staged
+ * through host memory across domains), host memory on the others. */
+static void checkSendRecvRing(mixcclComm_t comm, int rank, int n, size_t count, void* stream) {
+  const int next = (rank + 1) % n, prev = (rank + n - 1) % n;
+  int32_t* h = malloc(count * 4 + 4);
+  void* send = bufAlloc(count * 4);
+  void* recv = bufAlloc(count * 4);
+  void* self = bufAlloc(count * 4);
+  for (size_t i = 0; i < count; ++i) h[i] = iin(mixcclSum, rank, i) * 1000 + (int32_t)(i % 997);
+  bufWrite(send, h, count * 4, stream);
+  mixcclResult_t r = mixcclGroupStart();
+  if (r == mixcclSuccess) r = mixcclSend(send, count, mixcclInt32, next, comm, stream);
+  if (r == mixcclSuccess) r = mixcclRecv(recv, count, mixcclInt32, prev, comm, stream);
+  if (r == mixcclSuccess) r = mixcclSend(send, count, mixcclInt32, rank, comm, stream);
+  if (r == mixcclSuccess) r = mixcclRecv(self, count, mixcclInt32, rank, comm, stream);
+  mixcclResult_t end = mixcclGroupEnd();
+  EXPECT(r == mixcclSuccess && end == mixcclSuccess, "rank %d: Send/Recv ring count %zu: %s", rank,
+         count, mixcclGetLastError(comm));
+  for (int which = 0; which < 2; ++which) {
+    const int from = which ? rank : prev;
+    bufRead(h, which ? self : recv, count * 4, stream);
+    for (size_t i = 0; i < count; ++i) {
+      const int32_t want = iin(mixcclSum, from, i) * 1000 + (int32_t)(i % 997);
+      if (h[i] != want) {
+        EXPECT(0, "rank %d: Send/Recv %s count %zu: [%zu] = %d, expected %d", rank,
+               which ? "self" : "ring", count, i, h[i], want);
+        break;
+      }
+    }
+  }
+  bufFree(send);
+  bufFree(recv);
+  bufFree(self);
+  free(h);
+}
+
 static void checkAllReduce(mixcclComm_t comm, int rank, int n, size_t count, void* stream) {
   float* hf = malloc(count * 4 + 4);
   int32_t* hi = malloc(count * 4 + 4);
@@ -246,13 +282,25 @@ static int rankMain(mixcclComm_t comm, int rank, int nranks, void* arg) {
     checkOthers(comm, rank, nranks, counts[k] / 4 + (k > 0), stream);
   }
   checkStreamOrder(comm, rank, nranks, stream);
+  for (int k = 0; k < 4; ++k) checkSendRecvRing(comm, rank, nranks, counts[k], stream);
   if (gDev) {
-    /* Send/Recv of device memory across domains: a clear error, the communicator still works. */
+    /* One group's device transfers are staged on one stream: two streams are refused, and
+     * the communicator still works (the ring after it). */
+    void* other = NULL;
+    gDev->streamCreate(&other);
     void* b = bufAlloc(16);
-    mixcclResult_t r = mixcclSend(b, 4, mixcclInt32, (rank + 1) % nranks, comm, stream);
-    EXPECT(r == mixcclInvalidUsage, "rank %d: device Send across domains gave %d", rank, (int)r);
+    mixcclResult_t r = mixcclGroupStart();
+    if (r == mixcclSuccess) r = mixcclSend(b, 4, mixcclInt32, rank, comm, stream);
+    if (r == mixcclSuccess) r = mixcclRecv(b, 4, mixcclInt32, rank, comm, other);
+    mixcclResult_t end = mixcclGroupEnd();
+    EXPECT(r == mixcclSuccess && end == mixcclInvalidUsage &&
+               strstr(mixcclGetLastError(comm), "in one group on two streams") != NULL,
+           "rank %d: a device group on two streams gave %d/%d: %s", rank, (int)r, (int)end,
+           mixcclGetLastError(comm));
     bufFree(b);
+    gDev->streamDestroy(other);
   }
+  checkSendRecvRing(comm, rank, nranks, 1009, stream);
   mixcclResult_t async = mixcclSuccess;
   mixcclCommGetAsyncError(comm, &async);
   EXPECT(async == mixcclSuccess, "rank %d: async error %d: %s", rank, (int)async, mixcclGetLastError(comm));

@@ -48,7 +48,7 @@ int rankMain(mixcclComm_t comm, int rank, int nranks, void* arg) {
         ++failures;
       }
     }
-    ranks_test::MatrixTally t = ranks_test::runMatrix(comm, buffers, rank, nranks, opt.quick, !opt.mixed);
+    ranks_test::MatrixTally t = ranks_test::runMatrix(comm, buffers, rank, nranks, opt.quick, /*sendRecv=*/true);
     std::printf("rank %d (%s): %ld checks, %ld failures\n", rank, adaptor, t.checks, t.failures);
     failures += t.failures;
   } else if (opt.suite == "order") {

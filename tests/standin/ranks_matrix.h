@@ -14,7 +14,7 @@ struct MatrixTally {
   long checks = 0, failures = 0;
 };
 
-// sendRecv: also Send/Recv (mixccl refuses device Send/Recv in a job of several domains).
+// sendRecv: also Send/Recv in a group (a ring and a send to self).
 MatrixTally runMatrix(mixcclComm_t comm, RankBuffers& buffers, int rank, int nranks, bool quick,
                       bool sendRecv);
 
