@@ -293,7 +293,9 @@ step_torch() {
   # torch's own ProcessGroupNCCL on mixccl's libnccl.so.2, world size 1; in the background
   # while the mixccl extension builds and its tests run.
   # Bounded (45 s: Python's stacks, then exit) and logged (MIXCCL_DEBUG=INFO) so a hang says where.
-  LD_PRELOAD=$shim MIXCCL_COMM_ID=127.0.0.1:0 MIXCCL_DEBUG=INFO python3 - >"$pg_log" 2>&1 <<'EOF2' &
+  # Twice at once: on the nccl adaptor (NVIDIA's NCCL under the shim) and on the host adaptor
+  # (the CUDA tensor staged through host memory), so a failure says which path it is on.
+  cat >"$BUILD/pg_allreduce.py" <<'EOF2'
 import faulthandler, torch, torch.distributed as dist
 faulthandler.dump_traceback_later(45, exit=True)
 print("torch", torch.__version__, "sees NCCL", torch.cuda.nccl.version(), flush=True)
@@ -307,6 +309,11 @@ dist.destroy_process_group()
 print("torch", torch.__version__, "all_reduce on cuda:", "exact" if ok else "WRONG")
 assert ok
 EOF2
+  LD_PRELOAD=$shim MIXCCL_COMM_ID=127.0.0.1:0 MIXCCL_DEBUG=INFO MIXCCL_ADAPTOR=host \
+    python3 "$BUILD/pg_allreduce.py" >"$BUILD/torch_pg_host.log" 2>&1 &
+  local pg_host=$!
+  LD_PRELOAD=$shim MIXCCL_COMM_ID=127.0.0.1:0 MIXCCL_DEBUG=INFO NCCL_DEBUG=WARN MIXCCL_ADAPTOR=nccl \
+    MIXCCL_NCCL_LIBRARY=$wheel/lib/libnccl.so.2 python3 "$BUILD/pg_allreduce.py" >"$pg_log" 2>&1 &
   local pg=$!
   # Where it stands if still running after 35 s: every thread's native stack (cuda-gdb is the
   # device image's only debugger), for the log.
@@ -340,16 +347,19 @@ EOF2
     echo "$out" | tail -40
     train="$train $2 $(echo "$out" | sed -n 's/.*largest relative difference \([^ ]*\).*/\1/p')"
   done
-  wait $pg || failed="$failed ProcessGroupNCCL over mixccl's libnccl.so.2;"
+  wait $pg || failed="$failed ProcessGroupNCCL over mixccl's libnccl.so.2 (nccl adaptor);"
+  wait $pg_host || failed="$failed ProcessGroupNCCL over mixccl's libnccl.so.2 (host adaptor);"
   wait $stack
-  echo "== ProcessGroupNCCL over mixccl's libnccl.so.2 (last 60 lines)"
+  echo "== ProcessGroupNCCL over mixccl's libnccl.so.2, host adaptor (last 30 lines)"
+  tail -30 "$BUILD/torch_pg_host.log"
+  echo "== ProcessGroupNCCL over mixccl's libnccl.so.2, nccl adaptor (last 60 lines)"
   tail -60 "$pg_log"
   if [ -s "$BUILD/torch_pg_stack.log" ]; then
     echo "== its threads' stacks at 35 s (frames only)"
     grep -E '^(Thread|#)' "$BUILD/torch_pg_stack.log" | cut -c1-220 | head -150
   fi
   [ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
-  echo "KEY: mixccl backend on CUDA tensors: 14 checks x 5 ranks (nccl:cuda, host:cuda, 3x host:cpu) passed; ProcessGroupNCCL over mixccl's libnccl.so.2: 1 rank, 4 MiB float32 exact; mixccl.train GPU+2 CPU ranks vs single CPU, largest loss difference:$train"
+  echo "KEY: mixccl backend on CUDA tensors: 14 checks x 5 ranks (nccl:cuda, host:cuda, 3x host:cpu) passed; ProcessGroupNCCL over mixccl's libnccl.so.2 (nccl and host adaptors): 1 rank, 4 MiB float32 exact; mixccl.train GPU+2 CPU ranks vs single CPU, largest loss difference:$train"
 }
 
 step_ucx() {
