@@ -285,16 +285,16 @@ step_copyroof() {
   "$exe" 1073741824 || exit 1
 }
 
-step_torch() {
-  carry_env
-  local shim=$BUILD/compat/nccl/lib/libnccl.so.2 wheel start=$SECONDS pg_log=$BUILD/torch_pg_nccl.log
-  [ -f "$shim" ] || { echo "FAIL: no $shim"; exit 1; }
-  wheel=$(nccl_wheel_dir) || { echo "FAIL: python3 has no nvidia.nccl (nvidia-nccl-cu13 wheel)"; exit 1; }
-  # torch's own ProcessGroupNCCL on mixccl's libnccl.so.2, world size 1; in the background
-  # while the mixccl extension builds and its tests run.
-  # Bounded (45 s: Python's stacks, then exit) and logged (MIXCCL_DEBUG=INFO) so a hang says where.
-  # Twice at once: on the nccl adaptor (NVIDIA's NCCL under the shim) and on the host adaptor
-  # (the CUDA tensor staged through host memory), so a failure says which path it is on.
+# torch's own ProcessGroupNCCL on mixccl's libnccl.so.2 (LD_PRELOAD), world size 1, one
+# all_reduce of a 4 MiB float32 CUDA tensor that must be exact; twice at once: on the nccl
+# adaptor (NVIDIA's NCCL under the shim) and on the host adaptor (the tensor staged through host
+# memory), so a failure says which path it is on. Each bounded (45 s: Python's stacks, then
+# exit) and logged (MIXCCL_DEBUG=INFO); if the nccl one still runs at 35 s, its threads' native
+# stacks (cuda-gdb, the image's only debugger) go to the log. Started in the background by
+# start_pg_jobs, collected by finish_pg_jobs (prints the logs and the failures).
+start_pg_jobs() {
+  local shim=$BUILD/compat/nccl/lib/libnccl.so.2 wheel
+  wheel=$(nccl_wheel_dir)
   cat >"$BUILD/pg_allreduce.py" <<'EOF2'
 import faulthandler, torch, torch.distributed as dist
 faulthandler.dump_traceback_later(45, exit=True)
@@ -309,21 +309,70 @@ dist.destroy_process_group()
 print("torch", torch.__version__, "all_reduce on cuda:", "exact" if ok else "WRONG")
 assert ok
 EOF2
-  LD_PRELOAD=$shim MIXCCL_COMM_ID=127.0.0.1:0 MIXCCL_DEBUG=INFO MIXCCL_ADAPTOR=host \
+  LD_PRELOAD=$shim MIXCCL_DEBUG=INFO MIXCCL_ADAPTOR=host \
     python3 "$BUILD/pg_allreduce.py" >"$BUILD/torch_pg_host.log" 2>&1 &
-  local pg_host=$!
-  LD_PRELOAD=$shim MIXCCL_COMM_ID=127.0.0.1:0 MIXCCL_DEBUG=INFO NCCL_DEBUG=WARN MIXCCL_ADAPTOR=nccl \
-    MIXCCL_NCCL_LIBRARY=$wheel/lib/libnccl.so.2 python3 "$BUILD/pg_allreduce.py" >"$pg_log" 2>&1 &
-  local pg=$!
-  # Where it stands if still running after 35 s: every thread's native stack (cuda-gdb is the
-  # device image's only debugger), for the log.
-  (sleep 35; kill -0 $pg 2>/dev/null && command -v cuda-gdb >/dev/null &&
-    timeout 25 cuda-gdb -p $pg -batch -ex "thread apply all bt" >"$BUILD/torch_pg_stack.log" 2>&1) &
-  local stack=$!
+  PG_HOST=$!
+  LD_PRELOAD=$shim MIXCCL_DEBUG=INFO NCCL_DEBUG=WARN MIXCCL_ADAPTOR=nccl \
+    MIXCCL_NCCL_LIBRARY=$wheel/lib/libnccl.so.2 python3 "$BUILD/pg_allreduce.py" >"$BUILD/torch_pg_nccl.log" 2>&1 &
+  PG_NCCL=$!
+  (sleep 35; kill -0 $PG_NCCL 2>/dev/null && command -v cuda-gdb >/dev/null &&
+    timeout 25 cuda-gdb -p $PG_NCCL -batch -ex "thread apply all bt" >"$BUILD/torch_pg_stack.log" 2>&1) &
+  PG_STACK=$!
+}
+
+finish_pg_jobs() {
+  local failed=
+  wait $PG_NCCL || failed="$failed ProcessGroupNCCL over mixccl's libnccl.so.2 (nccl adaptor);"
+  wait $PG_HOST || failed="$failed ProcessGroupNCCL over mixccl's libnccl.so.2 (host adaptor);"
+  wait $PG_STACK
+  echo "== ProcessGroupNCCL over mixccl's libnccl.so.2, host adaptor (last 30 lines)"
+  tail -30 "$BUILD/torch_pg_host.log"
+  echo "== ProcessGroupNCCL over mixccl's libnccl.so.2, nccl adaptor (last 60 lines)"
+  tail -60 "$BUILD/torch_pg_nccl.log"
+  if [ -s "$BUILD/torch_pg_stack.log" ]; then
+    echo "== its threads' stacks at 35 s"
+    grep -vE '^\[New|^\[Thread|^warning' "$BUILD/torch_pg_stack.log" | cut -c1-220 | head -150
+  fi
+  PG_FAILED=$failed
+}
+
+# The stream-order job of the adaptor step, three times, each bounded (scripts/gpu-check.sh
+# --step order): once seen to stall on the GPU, so a rerun says whether it is intermittent.
+step_order() {
+  carry_env
+  export MIXCCL_PLUGIN_PATH=$BUILD/src MIXCCL_NCCL_LIBRARY
+  MIXCCL_NCCL_LIBRARY=$(nccl_wheel_dir)/lib/libnccl.so.2
+  local i ok=0
+  for i in 1 2 3; do
+    if timeout -k 2 15 "$BUILD/tests/standin/nccl_ranks_test" 4 nccl,host,host,host order 2>&1 | tail -8; then
+      ok=$((ok + 1))
+    else
+      echo "attempt $i: failed or stalled (15 s)"
+    fi
+  done
+  [ "$ok" = 3 ] || { echo "FAIL: stream order passed $ok of 3 times"; exit 1; }
+  echo "KEY: stream order (4 nccl,host,host,host) passed 3 of 3 times"
+}
+
+# Only the ProcessGroupNCCL check (scripts/gpu-check.sh --step torchpg): a short device call.
+step_torchpg() {
+  carry_env
+  start_pg_jobs
+  finish_pg_jobs
+  [ -z "$PG_FAILED" ] || { echo "FAIL:$PG_FAILED"; exit 1; }
+  echo "KEY: ProcessGroupNCCL over mixccl's libnccl.so.2 (nccl and host adaptors): 1 rank, 4 MiB float32 exact"
+}
+
+step_torch() {
+  carry_env
+  local shim=$BUILD/compat/nccl/lib/libnccl.so.2 wheel start=$SECONDS
+  [ -f "$shim" ] || { echo "FAIL: no $shim"; exit 1; }
+  wheel=$(nccl_wheel_dir) || { echo "FAIL: python3 has no nvidia.nccl (nvidia-nccl-cu13 wheel)"; exit 1; }
+  start_pg_jobs
   # The mixccl backend, built here against this machine's torch and Python (with CUDA support).
   CMAKE_EXTRA=(-DMIXCCL_WITH_TORCH=ON -DMIXCCL_TORCH_CUDA=ON -DPython3_EXECUTABLE="$(command -v python3)")
   (build_here "$BUILD_TORCH" mixccl_torch_backend mixccl-adaptor-nccl >"$BUILD/torch_build.log" 2>&1) ||
-    { wait $pg; cat "$pg_log"; tail -40 "$BUILD/torch_build.log"
+    { finish_pg_jobs; tail -40 "$BUILD/torch_build.log"
       echo "FAIL: build of the mixccl torch extension ($((SECONDS - start)) s)"; exit 1; }
   echo "== extension built in $((SECONDS - start)) s"
   # tests/torch/gpu_cuda_test.py: 5 ranks on the one GPU (rank 0 on the nccl adaptor with CUDA
@@ -347,17 +396,8 @@ EOF2
     echo "$out" | tail -40
     train="$train $2 $(echo "$out" | sed -n 's/.*largest relative difference \([^ ]*\).*/\1/p')"
   done
-  wait $pg || failed="$failed ProcessGroupNCCL over mixccl's libnccl.so.2 (nccl adaptor);"
-  wait $pg_host || failed="$failed ProcessGroupNCCL over mixccl's libnccl.so.2 (host adaptor);"
-  wait $stack
-  echo "== ProcessGroupNCCL over mixccl's libnccl.so.2, host adaptor (last 30 lines)"
-  tail -30 "$BUILD/torch_pg_host.log"
-  echo "== ProcessGroupNCCL over mixccl's libnccl.so.2, nccl adaptor (last 60 lines)"
-  tail -60 "$pg_log"
-  if [ -s "$BUILD/torch_pg_stack.log" ]; then
-    echo "== its threads' stacks at 35 s (frames only)"
-    grep -E '^(Thread|#)' "$BUILD/torch_pg_stack.log" | cut -c1-220 | head -150
-  fi
+  finish_pg_jobs
+  failed="$failed$PG_FAILED"
   [ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
   echo "KEY: mixccl backend on CUDA tensors: 14 checks x 5 ranks (nccl:cuda, host:cuda, 3x host:cpu) passed; ProcessGroupNCCL over mixccl's libnccl.so.2 (nccl and host adaptors): 1 rank, 4 MiB float32 exact; mixccl.train GPU+2 CPU ranks vs single CPU, largest loss difference:$train"
 }
@@ -540,6 +580,10 @@ case "${1:-}" in
   --selftest) selftest_main ;;
   --check-summary) check_summary "$2" ;;
   --no-gpu) NO_GPU=1 device_main ;;
+  --step)  # one step on the device, e.g. a rerun of what failed: its log and result line
+    [ -n "${OUT:-}" ] && [ -n "${2:-}" ] || die "usage: scripts/gpu-check.sh --step NAME (OUT set)"
+    mkdir -p "$OUT"; run_step "$2" "${3:-150}"; cat "$OUT/$2.log"; echo "step ${RESULTS[0]}"
+    [[ ${RESULTS[0]} == "$2 PASS "* ]] ;;
   "") device_main ;;
   *) die "usage: scripts/gpu-check.sh [--prepare [--build DIR] [--no-prebuild] | --selftest | --no-gpu | --check-summary FILE]" ;;
 esac

@@ -208,16 +208,27 @@ Result chooseConnectMode(const Comm* comm, bool* lazy, std::string* why) {
 }
 
 // Rendezvous, connections, proxy: everything after the fields of comm are set.
-Result connectComm(Comm* comm, const UniqueIdData& id, const PeerExchange& exchangePeers) {
+Result connectComm(Comm* comm, const UniqueIdData& givenId, const PeerExchange& exchangePeers) {
   const int rank = comm->rank, nranks = comm->nranks;
   const CommConfig& config = comm->config;
   setLogRank(rank);
   Deadline deadline = Deadline::afterSeconds(config.timeoutS);
 
-  if ((id.flags & kIdRootAtRank0) && rank == 0) {
+  UniqueIdData id = givenId;
+  if (id.flags & kIdRootAtRank0) {
     SocketAddress rootAddr, bound;
     MIXCCL_CHECK(fromWire(id.root, &rootAddr));
-    MIXCCL_CHECK(startRendezvousRoot(rootAddr, id.secret, &bound));
+    // Port 0 lets the root pick one, which only rank 0 learns: the other ranks would knock on
+    // port 0 until the timeout. One rank alone can use the port it got.
+    if (rootAddr.port() == 0 && nranks > 1)
+      return raiseError(mixcclInvalidArgument,
+                        "MIXCCL_COMM_ID=%s has port 0: the other ranks cannot learn the port the "
+                        "root would pick; give a free port, the same on every rank (one rank "
+                        "alone may use port 0)", rootAddr.toString().c_str());
+    if (rank == 0) {
+      MIXCCL_CHECK(startRendezvousRoot(rootAddr, id.secret, &bound));
+      if (rootAddr.port() == 0) id.root = toWire(bound);
+    }
   }
   NetInterface iface;
   MIXCCL_CHECK(selectInterface(&iface));
