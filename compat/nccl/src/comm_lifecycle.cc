@@ -1,5 +1,6 @@
 // Finalize, destroy, abort, asynchronous errors and the communicator queries.
 #include "shim.h"
+#include "vendor_caller.h"
 
 using namespace nccl_shim;
 
@@ -21,7 +22,14 @@ NCCL_SHIM_API ncclResult_t ncclCommAbort(ncclComm_t comm) {
 }
 NCCL_SHIM_PROFILING_ALIAS(ncclCommAbort)
 
+// NVIDIA's NCCL asking about its own communicator (vendor_caller.h): its own answer.
+#define NCCL_SHIM_VENDOR_OWN(name, ...)                                                       \
+  if (auto own = reinterpret_cast<decltype(&name)>(                                          \
+          vendorOwnDefinition(#name, __builtin_return_address(0))))                           \
+    return own(__VA_ARGS__);
+
 NCCL_SHIM_API ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+  NCCL_SHIM_VENDOR_OWN(ncclCommGetAsyncError, comm, asyncError)
   if (asyncError == nullptr)
     return refuse(ncclInvalidArgument, "ncclCommGetAsyncError: asyncError is NULL");
   mixcclResult_t state = mixcclSuccess;
@@ -34,11 +42,13 @@ NCCL_SHIM_API ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* 
 NCCL_SHIM_PROFILING_ALIAS(ncclCommGetAsyncError)
 
 NCCL_SHIM_API ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
+  NCCL_SHIM_VENDOR_OWN(ncclCommCount, comm, count)
   return forward(mixcclCommCount(inner(comm), count));
 }
 NCCL_SHIM_PROFILING_ALIAS(ncclCommCount)
 
 NCCL_SHIM_API ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
+  NCCL_SHIM_VENDOR_OWN(ncclCommUserRank, comm, rank)
   return forward(mixcclCommUserRank(inner(comm), rank));
 }
 NCCL_SHIM_PROFILING_ALIAS(ncclCommUserRank)
@@ -46,6 +56,7 @@ NCCL_SHIM_PROFILING_ALIAS(ncclCommUserRank)
 // The rank's device as its adaptor numbers it: the CUDA device on the nccl adaptor, -1 on host
 // memory adaptors (mixcclCommDevice).
 NCCL_SHIM_API ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
+  NCCL_SHIM_VENDOR_OWN(ncclCommCuDevice, comm, device)
   return forward(mixcclCommDevice(inner(comm), device));
 }
 NCCL_SHIM_PROFILING_ALIAS(ncclCommCuDevice)
