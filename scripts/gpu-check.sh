@@ -404,9 +404,17 @@ step_torch() {
 
 step_ucx() {
   carry_env
-  UCX_TLS=tcp,sm timeout 55 "$ROOT/perf/compare" --build "$BUILD" --ranks 4 --colls sendrecv,allreduce \
-    --peers mixccl,mixccl-ucx,ucx-roof --min 1M --max 16M --factor 4 --reps 1 --iters 5 --no-latency \
-    --out-dir "$BUILD/compare_out" || { echo "FAIL: perf/compare"; exit 1; }
+  # Host memory on the CPUs: the host adaptor (auto-detection would put all four ranks on the
+  # one GPU's nccl adaptor, which NCCL refuses: "Duplicate GPU detected").
+  local out
+  out=$(MIXCCL_ADAPTOR=host UCX_TLS=tcp,sm timeout 55 "$ROOT/perf/compare" --build "$BUILD" --ranks 4 \
+    --colls sendrecv,allreduce --peers mixccl,mixccl-ucx,ucx-roof --min 1M --max 16M --factor 4 \
+    --reps 1 --iters 5 --no-latency --out-dir "$BUILD/compare_out" 2>&1) || { echo "$out"; echo "FAIL: perf/compare"; exit 1; }
+  echo "$out"
+  # A peer that did not run leaves '-' in its column: mixccl and mixccl-ucx must have run.
+  if echo "$out" | grep -qE '^ +4 +(sendrecv|allreduce) +[0-9]+M +- '; then
+    echo "FAIL: mixccl did not run in perf/compare (a '-' in its column)"; exit 1
+  fi
   echo "KEY: 4 ranks, sendrecv and allreduce 1-16 MiB, mixccl/mixccl-ucx/ucx-roof (table in ucx.log)"
 }
 
@@ -414,8 +422,12 @@ device_main() {
   [ -n "${OUT:-}" ] || die "OUT is not set (the device machine's result folder)"
   mkdir -p "$OUT"
   local commit s name limit r
-  commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo 0000000)
-  [ -z "$(git -C "$ROOT" status --porcelain --untracked-files=no 2>/dev/null)" ] || commit="$commit-dirty"
+  # The commit build-gpu was built from (the device's copy of .git may be older than the tree).
+  commit=$(sed -n 's/.* commit=\([0-9a-f]*\(-dirty\)\{0,1\}\)$/\1/p' "$BUILD/$PREBUILT_MARK" 2>/dev/null)
+  if [ -z "$commit" ]; then
+    commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo 0000000)
+    [ -z "$(git -C "$ROOT" status --porcelain --untracked-files=no 2>/dev/null)" ] || commit="$commit-dirty"
+  fi
   for s in "${STEPS[@]}"; do
     name=${s%%:*} limit=${s##*:}
     run_step "$name" "$limit"
@@ -582,7 +594,7 @@ case "${1:-}" in
   --no-gpu) NO_GPU=1 device_main ;;
   --step)  # one step on the device, e.g. a rerun of what failed: its log and result line
     [ -n "${OUT:-}" ] && [ -n "${2:-}" ] || die "usage: scripts/gpu-check.sh --step NAME (OUT set)"
-    mkdir -p "$OUT"; run_step "$2" "${3:-150}"; cat "$OUT/$2.log"; echo "step ${RESULTS[0]}"
+    mkdir -p "$OUT"; name=$2; run_step "$2" "${3:-150}"; cat "$OUT/$2.log"; echo "step ${RESULTS[0]}"
     [[ ${RESULTS[0]} == "$2 PASS "* ]] ;;
   "") device_main ;;
   *) die "usage: scripts/gpu-check.sh [--prepare [--build DIR] [--no-prebuild] | --selftest | --no-gpu | --check-summary FILE]" ;;
