@@ -6,6 +6,8 @@
 See docs/pytorch.md.
 """
 
+import os as _os
+
 import torch as _torch
 import torch.distributed as _dist
 
@@ -24,6 +26,12 @@ if _major_minor(_BUILT_FOR) != _major_minor(_torch.__version__):
     raise ImportError(f"mixccl's torch backend was built for torch {_BUILT_FOR}, and this is "
                       f"torch {_torch.__version__}: reinstall mixccl built against this torch "
                       "(docs/install.md)")
+
+# The backend passes each communicator's unique id through the torch store. MIXCCL_COMM_ID (set
+# by mixcclrun for its own rendezvous) would make every id that one address, and communicators
+# formed at once (a point-to-point lane per peer) would all try to listen there: dropped before
+# mixccl reads its environment.
+_os.environ.pop("MIXCCL_COMM_ID", None)
 
 from mixccl._torch_backend import MixcclBackend, create_backend  # noqa: E402
 
