@@ -34,6 +34,18 @@ void ensureExecutor(Comm* comm) {
     }));
 }
 
+Result takeJobStaging(Comm* comm, StagedJob* job, size_t sendBytes, size_t recvBytes) {
+  const AdaptorTable& t = *comm->adaptor->table;
+  StagedExecutor& staging = *comm->staged;
+  if (sendBytes)
+    MIXCCL_CHECK(checkNative(t, "hostAlloc",
+                             staging.takeStaging(t, sendBytes, &job->hostSend, &job->hostSendBytes)));
+  if (recvBytes)
+    MIXCCL_CHECK(checkNative(t, "hostAlloc",
+                             staging.takeStaging(t, recvBytes, &job->hostRecv, &job->hostRecvBytes)));
+  return checkNative(t, "eventCreate", t.eventCreate(&job->event));
+}
+
 Result enqueueStagedJob(Comm* comm, void* s, std::shared_ptr<StagedJob> job,
                         const std::vector<StreamCopy>& before, const std::vector<StreamCopy>& after) {
   const AdaptorTable& t = *comm->adaptor->table;
@@ -139,13 +151,7 @@ Result runStaged(Comm* comm, const CollCall& call, const PreMulSumOp* preMul) {
   size_t sendBytes = 0, recvBytes = 0;
   callBytes(call, comm->rank, comm->nranks, &sendBytes, &recvBytes);
   StagedExecutor& staging = *comm->staged;
-  if (sendBytes)
-    MIXCCL_CHECK(checkNative(t, "hostAlloc",
-                             staging.takeStaging(t, sendBytes, &job->hostSend, &job->hostSendBytes)));
-  if (recvBytes)
-    MIXCCL_CHECK(checkNative(t, "hostAlloc",
-                             staging.takeStaging(t, recvBytes, &job->hostRecv, &job->hostRecvBytes)));
-  MIXCCL_CHECK(checkNative(t, "eventCreate", t.eventCreate(&job->event)));
+  MIXCCL_CHECK(takeJobStaging(comm, job.get(), sendBytes, recvBytes));
   CollCall host = call;
   host.sendbuf = job->hostSend;
   host.recvbuf = job->hostRecv;

@@ -23,6 +23,9 @@ struct StreamCopy {
 
 // The communicator's staged executor, made on first use.
 void ensureExecutor(Comm* comm);
+// The job's pinned staging (sendBytes and recvBytes, either may be 0; from the executor's
+// spares) and its completion event.
+Result takeJobStaging(Comm* comm, StagedJob* job, size_t sendBytes, size_t recvBytes);
 // Hands job to the executor and enqueues on stream: the copies before, the hand-over, the
 // hold, the copies after, the event; then returns (see staged_executor.h). A failed stream
 // step fails the communicator (its peers are already inside the operation).

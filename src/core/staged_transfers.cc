@@ -61,14 +61,7 @@ Result runStagedTransfers(Comm* comm, const std::vector<WorkItem*>& items) {
   auto job = std::make_shared<StagedJob>();
   job->table = &t;
   job->holdSeconds = comm->config.timeoutS;
-  StagedExecutor& staging = *comm->staged;
-  if (sendTotal)
-    MIXCCL_CHECK(checkNative(t, "hostAlloc",
-                             staging.takeStaging(t, sendTotal, &job->hostSend, &job->hostSendBytes)));
-  if (recvTotal)
-    MIXCCL_CHECK(checkNative(t, "hostAlloc",
-                             staging.takeStaging(t, recvTotal, &job->hostRecv, &job->hostRecvBytes)));
-  MIXCCL_CHECK(checkNative(t, "eventCreate", t.eventCreate(&job->event)));
+  MIXCCL_CHECK(takeJobStaging(comm, job.get(), sendTotal, recvTotal));
   char* hostSend = static_cast<char*>(job->hostSend);
   char* hostRecv = static_cast<char*>(job->hostRecv);
   std::vector<StreamCopy> before, after;
