@@ -21,7 +21,8 @@
  * communicator's timeout (MIXCCL_TIMEOUT_S or mixcclConfig_t.timeout).
  *
  * Thread safety: like NCCL, a communicator must not be used by two threads at once, except for
- * mixcclCommAbort and mixcclCommGetAsyncError, which may be called from any thread.
+ * mixcclCommAbort, mixcclCommRevoke and mixcclCommGetAsyncError, which may be called from any
+ * thread.
  */
 #ifndef MIXCCL_H_
 #define MIXCCL_H_
@@ -148,6 +149,25 @@ mixcclResult_t mixcclCommInitAll(mixcclComm_t* comms, int ndev, const int* devli
  * by old rank. color MIXCCL_SPLIT_NOCOLOR gives *newcomm = NULL. config NULL: inherit comm's. */
 mixcclResult_t mixcclCommSplit(mixcclComm_t comm, int color, int key, mixcclComm_t* newcomm,
                                mixcclConfig_t* config);
+/* Flags of mixcclCommShrink (NCCL's values). */
+#define MIXCCL_SHRINK_DEFAULT 0x00 /* comm is healthy: it stays usable beside the new one */
+#define MIXCCL_SHRINK_ABORT 0x01   /* first stop comm's work (peers may have failed); comm can
+                                      then only be destroyed */
+/* Flags of mixcclCommRevoke: must be MIXCCL_REVOKE_DEFAULT. */
+#define MIXCCL_REVOKE_DEFAULT 0x00
+/* A new communicator of the ranks of comm that are not in excludeRanks (n entries, ranks of
+ * comm), renumbered in their order in comm. Every surviving rank calls it with the same list;
+ * excluded ranks do not call it. With MIXCCL_SHRINK_ABORT it works on a communicator whose peers
+ * have failed (its pending work is stopped first); without, comm must be healthy and stays
+ * usable. A survivor whose list differs makes it fail on the survivors (mixcclInvalidUsage,
+ * naming both lists) within comm's timeout. config NULL: inherit comm's. It runs blocking:
+ * *newcomm is ready when it returns. */
+mixcclResult_t mixcclCommShrink(mixcclComm_t comm, const int* excludeRanks, int n,
+                                mixcclComm_t* newcomm, mixcclConfig_t* config, int flags);
+/* Stops all pending and future work on comm on this rank and on every rank it can still
+ * reach (callable from any thread): their blocked and later calls return an error saying that
+ * comm was revoked, and by which rank. comm can then be shrunk or destroyed. */
+mixcclResult_t mixcclCommRevoke(mixcclComm_t comm, int flags);
 /* Completes all outstanding operations; the communicator accepts no more work afterwards. */
 mixcclResult_t mixcclCommFinalize(mixcclComm_t comm);
 /* Frees the communicator. Never hangs, also after an error. */

@@ -67,6 +67,11 @@ struct mixcclComm {
   std::mutex stagedMutex;
   std::unique_ptr<mixccl::StagedExecutor> staged;
 
+  // Where the survivors meet to shrink after a failure (recovery_listener.h): this rank's
+  // listener, open for the communicator's life, and every rank's address.
+  mixccl::Socket recoveryListener;
+  std::vector<mixccl::WireAddress> recoveryAddrs;
+
   // Ops made by mixcclRedOpCreatePreMulSum, valid on this communicator only.
   mixccl::UserOps userOps;
   // Buffers registered with mixcclCommRegister (and the native library), freed with comm.

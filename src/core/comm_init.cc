@@ -15,6 +15,7 @@
 #include "core/domain_comm.h"
 #include "core/comm_registry.h"
 #include "core/lazy_connector.h"
+#include "core/recovery_listener.h"
 #include "base/env.h"
 #include "base/error.h"
 #include "base/log.h"
@@ -318,6 +319,7 @@ Result connectComm(Comm* comm, const UniqueIdData& givenId, const PeerExchange& 
     Proxy* p = comm->proxy.get();
     MIXCCL_CHECK(comm->connector->start([p] { p->wake(); }));
   }
+  MIXCCL_CHECK(setupRecoveryListener(comm, iface.address, deadline));
   MIXCCL_CHECK(exchangeTopology(comm, iface.name));
   {
     // Every rank must run the same algorithm with the same chunk: agree on them.

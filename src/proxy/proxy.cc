@@ -503,10 +503,15 @@ void Proxy::failEverything() {
   // arrives.
   int culprit = health_.culprit();
   uint32_t who = culprit >= 0 ? (uint32_t)culprit : UINT32_MAX;
+  // A revoke is passed on only where it is the failure (revoke() and the notice set revokedBy_
+  // before they fail the communicator; the culprit says whether theirs came first).
+  const int revokedBy = revokedBy_.load();
+  const bool revoked = revokedBy >= 0 && culprit == (revokedBy == params_.rank ? -1 : revokedBy);
   for (ControlChannel& c : control_) {
     if (!c.valid()) continue;
     // Mismatched calls: every rank hears of both calls, not of a failed rank.
     if (mismatchNotice_.flags == kFrameFlagCallMismatch) c.send(mismatchNotice_);
+    else if (revoked) c.send(kFrameFlagRevoked, (uint32_t)revokedBy, false);
     else if (c.peer() != culprit) c.send(kFrameFlagPeerFailed, who, false, failureNotice_);
   }
   // Connections let go of every request first: a library transport (UCX) may still write into

@@ -78,6 +78,11 @@ class Proxy : private TransportEvents {
   void shutdownGracefully();
   // Stops at once: connections are cut, pending requests fail. Idempotent, any thread.
   void abort(const std::string& why);
+  // mixcclCommRevoke: fails the communicator as revoked by rank `by` (this rank) and tells every
+  // connected peer, which pass it on; pending and later requests fail. The proxy keeps running
+  // (the communicator is only destroyed or shrunk afterwards). Any thread; nothing if the
+  // communicator has already failed.
+  void revoke();
   // Runs fn once on the progress thread (e.g. to bind that thread near the NIC). Any thread.
   void runOnProgressThread(std::function<void()> fn);
   // The transport serving peer ("shm", "socket", ...; "" for this rank).
@@ -117,6 +122,7 @@ class Proxy : private TransportEvents {
   void handlePeerFailedNotice(int from, const FrameHeader& h, const std::string& payload);
   void handleWaitingNotice(int from, const FrameHeader& h, const std::string& payload);
   void handleCallMismatchNotice(int from, const FrameHeader& notice);
+  void handleRevokedNotice(int from, const FrameHeader& notice);
   // The failure notices already waiting on peer's control connection, handled now.
   void readNotices(int peer);
   // The size mismatch callSizeMismatch held back, as this rank's own failure.
@@ -193,6 +199,9 @@ class Proxy : private TransportEvents {
   // The notice of mismatched calls this rank found or heard of (flags 0: none), sent to every
   // peer when the communicator fails (kFrameFlagCallMismatch).
   FrameHeader mismatchNotice_{};
+  // The rank that revoked the communicator (-1: not revoked), set before the failure it
+  // explains: failEverything then passes the revoke on instead of a peer-failed notice.
+  std::atomic<int> revokedBy_{-1};
   // A message too large for a receive that expected its call's stamp (callSizeMismatch): held
   // until `until` for the peer's notice naming both calls (peer -1: none).
   struct {

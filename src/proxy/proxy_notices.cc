@@ -25,6 +25,35 @@ void Proxy::handleNotice(int from, const FrameHeader& h, const std::string& payl
   if (h.flags == kFrameFlagPeerFailed) handlePeerFailedNotice(from, h, payload);
   if (h.flags == kFrameFlagWaiting) handleWaitingNotice(from, h, payload);
   if (h.flags == kFrameFlagCallMismatch) handleCallMismatchNotice(from, h);
+  if (h.flags == kFrameFlagRevoked) handleRevokedNotice(from, h);
+}
+
+// The message every rank of a revoked communicator reports, the revoking rank's included.
+static std::string revokedMessage(const std::string& me, const std::string& by) {
+  return me + ": the communicator was revoked by " + by + " (mixcclCommRevoke)";
+}
+
+void Proxy::revoke() {
+  if (health_.failed()) return;
+  revokedBy_.store(params_.rank);
+  // The revoking rank's own calls were made invalid by its own call: mixcclInvalidUsage, as
+  // after mixcclCommAbort; the peers hear of it as a remote error.
+  if (!health_.fail(mixcclInvalidUsage, revokedMessage(me(), "this rank")))
+    revokedBy_.store(-1);  // another failure came first: failEverything reports that one
+}
+
+// seq: the revoking rank. Relayed as it came (failEverything), so every rank names the same one.
+void Proxy::handleRevokedNotice(int from, const FrameHeader& notice) {
+  if (notice.seq >= (uint32_t)params_.nranks || (int)notice.seq == params_.rank) {
+    health_.fail(mixcclRemoteError, me() + ": " + params_.peerNames[from] +
+                                        " sent an invalid frame on its control connection");
+    return;
+  }
+  const int by = (int)notice.seq;
+  revokedBy_.store(by);
+  std::string what = revokedMessage(me(), params_.peerNames[by]);
+  if (by != from) what += " (reported by " + params_.peerNames[from] + ")";
+  if (!health_.fail(mixcclRemoteError, what, by)) revokedBy_.store(-1);
 }
 
 void Proxy::handlePeerFailedNotice(int from, const FrameHeader& h, const std::string& payload) {

@@ -14,6 +14,7 @@ bool isControlHeader(const FrameHeader& h) {
     case kFrameFlagBye:
     case kFrameFlagDoorbell:
     case kFrameFlagCallMismatch:
+    case kFrameFlagRevoked:
       return h.length == 0;
     case kFrameFlagPeerFailed:
       return h.length <= kWaitNoticeMaxBytes;

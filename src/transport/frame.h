@@ -47,6 +47,10 @@ constexpr uint32_t kFrameFlagCma = 8u;
 // one; length 0. Every rank that hears it fails naming both calls and passes it on as it came
 // (a rank whose part only sends would otherwise learn of the mismatch only as a failed peer).
 constexpr uint32_t kFrameFlagCallMismatch = 32u;
+// Control connection: rank seq revoked the communicator (mixcclCommRevoke); length 0. Every rank
+// that hears it fails naming that rank and passes it on as it came, so ranks not connected to
+// the revoking rank hear of it too.
+constexpr uint32_t kFrameFlagRevoked = 64u;
 
 enum class FrameCheck { Ok, BadMagic, BadFlags, SizeMismatch, OutOfBounds, Overfull };
 
