@@ -23,6 +23,12 @@ using fault::Shared;
 
 constexpr int kTimeoutS = 5;
 
+#ifdef MIXCCL_TEST_GLOO_DIR
+// The gloo adaptor's folder, for the mixed-adaptor test; the environment is read once per
+// process, so it is set before main.
+const bool kGlooPathSet = [] { return setenv("MIXCCL_PLUGIN_PATH", MIXCCL_TEST_GLOO_DIR, 1) == 0; }();
+#endif
+
 mixcclResult_t initRank(mixcclComm_t* comm, const mixcclUniqueId& id, int rank, int n,
                         const char* net) {
   mixcclConfig_t cfg = MIXCCL_CONFIG_INITIALIZER;
@@ -312,6 +318,70 @@ INSTANTIATE_TEST_SUITE_P(Nets, ShrinkTest, ::testing::Values("socket", "shm"),
                          [](const ::testing::TestParamInfo<const char*>& i) {
                            return std::string(i.param);
                          });
+
+std::string inspect(mixcclComm_t comm, const char* key) {
+  char v[256] = {0};
+  return mixcclCommInspect(comm, key, v, sizeof(v)) == mixcclSuccess ? v : "?";
+}
+
+// A job of three host ranks and one gloo rank (its domain's only rank) loses the gloo rank
+// (kill -9 mid-AllReduce), then a host rank: after each shrink the domain map is rebuilt for the
+// survivors and their collectives are exact.
+TEST(ShrinkHetero, LosingTheOnlyGlooRankThenAHostRank) {
+#ifndef MIXCCL_TEST_GLOO_DIR
+  GTEST_SKIP() << "the gloo adaptor is not built";
+#else
+  ASSERT_TRUE(kGlooPathSet);
+  constexpr int kRanks = 4;
+  Job job(kRanks, 60);
+  ASSERT_TRUE(job.ok());
+  job.start([&](const mixcclUniqueId& id, int rank, int n, Shared* sh) {
+    RankReport* rep = &sh->ranks[rank];
+    mixcclConfig_t cfg = MIXCCL_CONFIG_INITIALIZER;
+    cfg.timeout = kTimeoutS;
+    cfg.adaptor = rank == 3 ? "gloo" : "host";
+    mixcclComm_t comm;
+    if (mixcclCommInitRankConfig(&comm, n, id, rank, &cfg) != mixcclSuccess) return 10;
+    std::string domains = inspect(comm, "domains");
+    std::vector<float> big(1 << 18, 1.0f);
+    // Loss 1 (the gloo rank), then loss 2 (host rank 2: rank 2 of the first shrunk one too).
+    for (int loss = 1; loss <= 2; ++loss) {
+      mixcclResult_t r = mixcclSuccess;
+      for (int i = 0; i < 100000 && r == mixcclSuccess; ++i) {
+        r = mixcclAllReduce(big.data(), big.data(), big.size(), mixcclFloat, mixcclSum, comm,
+                            nullptr);
+        big.assign(big.size(), 1.0f);
+        rep->phase.store(2 * loss);
+      }
+      int exclude[] = {loss == 1 ? 3 : 2};
+      mixcclComm_t next = nullptr;
+      if (mixcclCommShrink(comm, exclude, 1, &next, nullptr, MIXCCL_SHRINK_ABORT) != mixcclSuccess) {
+        fault::copyMessage(rep, mixcclGetLastError(comm));
+        return 10 + loss;
+      }
+      mixcclCommDestroy(comm);
+      comm = next;
+      if (int bad = exactAllReduce(comm, 1 << 16)) return 20 + bad;
+      domains += " " + inspect(comm, "domains");
+    }
+    fault::copyMessage(rep, domains.c_str());
+    return mixcclCommDestroy(comm) == mixcclSuccess ? 0 : 13;
+  });
+  for (int r = 0; r < kRanks; ++r) ASSERT_TRUE(job.waitPhase(r, 2, 30)) << "rank " << r;
+  job.inject(3, SIGKILL);
+  ASSERT_TRUE(job.reap(3, 10));
+  for (int r = 0; r < 3; ++r) ASSERT_TRUE(job.waitPhase(r, 4, 30)) << "rank " << r;
+  job.inject(2, SIGKILL);
+  ASSERT_TRUE(job.reap(2, 10));
+  ASSERT_TRUE(job.waitExit({0, 1}));
+  for (int r = 0; r < 2; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    EXPECT_EQ(job.exitCode(r), 0) << job.report(r).message;
+    EXPECT_EQ(std::string(job.report(r).message), "0,0,0,1 0,0,0 0,0")
+        << "domains: at init, after losing the gloo rank, after losing a host rank";
+  }
+#endif
+}
 
 // Bad arguments leave the communicator usable (one rank: no peers needed).
 TEST(ShrinkArgs, BadArgumentsAreRefused) {
