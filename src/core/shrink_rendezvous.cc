@@ -3,6 +3,7 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "bootstrap/auth_connect.h"
@@ -191,13 +192,16 @@ Result ShrinkRendezvous::follow(UniqueIdData* id) {
 
   HandshakeServer server(parent_->recoveryListener, parent_->id.secret, sizeof(ShrinkHello), me());
   const std::string mine = describeRankList(excluded_);
+  // The leader answers at its own deadline at the latest (naming who is missing): this rank
+  // waits a little longer for that answer, which says more than its own timeout would.
+  const Deadline answerBy(deadline_.at() + std::chrono::seconds(1));
   for (;;) {
-    if (deadline_.expired())
+    if (answerBy.expired())
       return raiseError(mixcclTimeout, "%s: mixcclCommShrink: %s did not answer within the "
                         "timeout", me().c_str(), leaderName.c_str());
     std::vector<pollfd> extra{pollfd{toLeader_.fd(), POLLIN, 0}};
     std::vector<HandshakeServer::Arrival> arrivals;
-    MIXCCL_CHECK(server.serve(&extra, deadline_.remainingMs(200), &arrivals));
+    MIXCCL_CHECK(server.serve(&extra, answerBy.remainingMs(200), &arrivals));
     for (HandshakeServer::Arrival& a : arrivals) {
       ShrinkHello h;
       memcpy(&h, a.hello.data(), sizeof(h));
@@ -209,7 +213,7 @@ Result ShrinkRendezvous::follow(UniqueIdData* id) {
     if (extra[0].revents) break;
   }
   ShrinkVerdict v;
-  MIXCCL_CHECK(recvAllBefore(toLeader_, &v, sizeof(v), deadline_, leaderName.c_str()));
+  MIXCCL_CHECK(recvAllBefore(toLeader_, &v, sizeof(v), answerBy, leaderName.c_str()));
   v.message[sizeof(v.message) - 1] = 0;
   if (v.magic != kShrinkVerdictMagic || v.result < 0 || v.result >= mixcclNumResults)
     return raiseError(mixcclRemoteError, "%s: mixcclCommShrink: %s sent an invalid answer",

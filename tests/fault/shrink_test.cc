@@ -163,6 +163,14 @@ TEST_P(ShrinkTest, RevokeReleasesBlockedRanks) {
     rep->laterCode = exactAllReduce(comm, 4) == 0 ? mixcclSuccess : mixcclInternalError;
     rep->laterSeconds = now() - t0;
     mixcclComm_t shrunk = nullptr;
+    // A failed communicator cannot shrink without the abort flag: the error says so.
+    if (mixcclCommShrink(comm, nullptr, 0, &shrunk, nullptr, MIXCCL_SHRINK_DEFAULT) !=
+            (rank == kRevoker ? mixcclInvalidUsage : mixcclRemoteError) ||
+        std::string(mixcclGetLastError(comm)).find("mixcclCommShrink: the communicator has "
+                                                   "failed (") != 0 ||
+        std::string(mixcclGetLastError(comm)).find("): shrink it with MIXCCL_SHRINK_ABORT") ==
+            std::string::npos)
+      return 14;
     if (mixcclCommShrink(comm, nullptr, 0, &shrunk, nullptr, MIXCCL_SHRINK_ABORT) != mixcclSuccess)
       return 12;
     int bad = exactAllReduce(shrunk, 1000);
@@ -229,6 +237,50 @@ TEST_P(ShrinkTest, MismatchedExcludeListsFailEverywhere) {
     EXPECT_EQ(std::string(rep.message),
               "rank " + std::to_string(r) + ": mixcclCommShrink: rank 1 excludes {2} but rank 0 "
               "excludes {3}: every surviving rank must pass the same exclude list");
+    EXPECT_LT(rep.laterSeconds, 2.0);
+  }
+}
+
+// Ranks 0 and 1 shrink without rank 3 while rank 2, a survivor in their list, never calls: both
+// fail with mixcclTimeout naming rank 2 at the timeout (1 s here), and the leader's message
+// reaches rank 1 too.
+TEST_P(ShrinkTest, SurvivorThatNeverArrivesIsNamed) {
+  const char* net = GetParam();
+  constexpr int kRanks = 4;
+  Job job(kRanks, 60);
+  ASSERT_TRUE(job.ok());
+  job.start([&](const mixcclUniqueId& id, int rank, int n, Shared* sh) {
+    RankReport* rep = &sh->ranks[rank];
+    mixcclConfig_t cfg = MIXCCL_CONFIG_INITIALIZER;
+    cfg.timeout = 1;
+    cfg.netName = net;
+    mixcclComm_t comm;
+    if (mixcclCommInitRankConfig(&comm, n, id, rank, &cfg) != mixcclSuccess) return 10;
+    if (rank < 2) {
+      int exclude[] = {3};
+      mixcclComm_t shrunk = nullptr;
+      double t0 = now();
+      rep->code = mixcclCommShrink(comm, exclude, 1, &shrunk, nullptr, MIXCCL_SHRINK_DEFAULT);
+      rep->laterSeconds = now() - t0;
+      fault::copyMessage(rep, mixcclGetLastError(comm));
+      rep->phase.store(3);
+    } else {
+      for (int r = 0; r < 2; ++r)
+        while (sh->ranks[r].phase.load() < 3) usleep(1000);
+    }
+    return mixcclCommDestroy(comm) == mixcclSuccess ? 0 : 12;
+  });
+  ASSERT_TRUE(job.waitExit());
+  for (int r = 0; r < 2; ++r) {
+    const RankReport& rep = job.report(r);
+    SCOPED_TRACE("rank " + std::to_string(r));
+    EXPECT_EQ(job.exitCode(r), 0);
+    EXPECT_EQ(rep.code, mixcclTimeout);
+    EXPECT_EQ(std::string(rep.message),
+              "rank " + std::to_string(r) + ": mixcclCommShrink: rank(s) {2} of the survivors did "
+              "not join within the timeout (they failed too, were not meant to survive, or did "
+              "not call mixcclCommShrink)");
+    EXPECT_GT(rep.laterSeconds, 0.9);
     EXPECT_LT(rep.laterSeconds, 2.0);
   }
 }
