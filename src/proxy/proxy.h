@@ -78,10 +78,10 @@ class Proxy : private TransportEvents {
   void shutdownGracefully();
   // Stops at once: connections are cut, pending requests fail. Idempotent, any thread.
   void abort(const std::string& why);
-  // mixcclCommRevoke: fails the communicator as revoked by rank `by` (this rank) and tells every
-  // connected peer, which pass it on; pending and later requests fail. The proxy keeps running
-  // (the communicator is only destroyed or shrunk afterwards). Any thread; nothing if the
-  // communicator has already failed.
+  // mixcclCommRevoke: fails the communicator as revoked by this rank and tells every connected
+  // peer (before it returns), which pass it on; pending and later requests fail. The proxy keeps
+  // running (the communicator is only destroyed or shrunk afterwards). Any thread; nothing if
+  // the communicator has already failed.
   void revoke();
   // Runs fn once on the progress thread (e.g. to bind that thread near the NIC). Any thread.
   void runOnProgressThread(std::function<void()> fn);

@@ -38,8 +38,16 @@ void Proxy::revoke() {
   revokedBy_.store(params_.rank);
   // The revoking rank's own calls were made invalid by its own call: mixcclInvalidUsage, as
   // after mixcclCommAbort; the peers hear of it as a remote error.
-  if (!health_.fail(mixcclInvalidUsage, revokedMessage(me(), "this rank")))
+  if (!health_.fail(mixcclInvalidUsage, revokedMessage(me(), "this rank"))) {
     revokedBy_.store(-1);  // another failure came first: failEverything reports that one
+    return;
+  }
+  // The notices go out before this returns: a caller that destroys the communicator next would
+  // otherwise cut the connections first, and the peers would hear of a crash, not a revoke.
+  // (A caller waiting in another thread holds the lock for one round at most: the failure
+  // woke it.)
+  std::lock_guard<std::mutex> lock(progressMutex_);
+  failOnceIfFailed();
 }
 
 // seq: the revoking rank. Relayed as it came (failEverything), so every rank names the same one.

@@ -5,7 +5,7 @@
 using namespace nccl_shim;
 
 namespace {
-constexpr const char* kFault = "fault-tolerant communicator changes (revoke, shrink, grow)";
+constexpr const char* kGrow = "growing a communicator (new ranks joining it)";
 constexpr const char* kSuspend = "suspend and resume of a communicator's GPU memory";
 constexpr const char* kWindows = "symmetric memory windows";
 constexpr const char* kSignals = "one-sided signals on windows";
@@ -14,20 +14,14 @@ constexpr const char* kParams = "NCCL's parameter registry (mixccl reads MIXCCL_
                                 "docs/environment.md)";
 }  // namespace
 
-// ---- communicator changes ----
-NCCL_SHIM_API ncclResult_t ncclCommRevoke(ncclComm_t, int) { return unsupported("ncclCommRevoke", kFault); }
-NCCL_SHIM_PROFILING_ALIAS(ncclCommRevoke)
-NCCL_SHIM_API ncclResult_t ncclCommShrink(ncclComm_t, int*, int, ncclComm_t*, ncclConfig_t*, int) {
-  return unsupported("ncclCommShrink", kFault);
-}
-NCCL_SHIM_PROFILING_ALIAS(ncclCommShrink)
+// ---- communicator changes (shrink and revoke: fault_tolerance.cc) ----
 NCCL_SHIM_API ncclResult_t ncclCommGrow(ncclComm_t, int, const ncclUniqueId*, int, ncclComm_t*,
                                         ncclConfig_t*) {
-  return unsupported("ncclCommGrow", kFault);
+  return unsupported("ncclCommGrow", kGrow);
 }
 NCCL_SHIM_PROFILING_ALIAS(ncclCommGrow)
 NCCL_SHIM_API ncclResult_t ncclCommGetUniqueId(ncclComm_t, ncclUniqueId*) {
-  return unsupported("ncclCommGetUniqueId", kFault);
+  return unsupported("ncclCommGetUniqueId", kGrow);
 }
 NCCL_SHIM_PROFILING_ALIAS(ncclCommGetUniqueId)
 NCCL_SHIM_API ncclResult_t ncclCommSuspend(ncclComm_t, int) { return unsupported("ncclCommSuspend", kSuspend); }

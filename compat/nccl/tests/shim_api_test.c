@@ -11,6 +11,9 @@
  *                                 ncclCommInitRankScalable, and runs the sweep on each
  *        shim_api_test async N    N forked ranks; the last dies after init and the others see
  *                                 ncclRemoteError from ncclCommGetAsyncError, with the message
+ *        shim_api_test shrink N   N forked ranks; the last dies, the others shrink without it
+ *                                 (NCCL_SHRINK_ABORT), check the new communicator, and rank 0
+ *                                 revokes it under the others' AllReduce
  *        shim_api_test local      one process: ncclCommInitAll driven in one group, and every
  *                                 refusal with its code and exact ncclGetLastError message
  * Each prints "PASSED" (or the failed checks and "FAILED") and exits 0 when every check held. */
@@ -28,6 +31,12 @@
 #include "value_codec.h" /* from tests/multirank, through the port header (port/mixccl.h) */
 
 #define COUNT 7
+
+#if NCCL_VERSION_CODE < NCCL_VERSION(2, 30, 0)
+/* NCCL 2.30's, which the shim exports whatever header the test is built against. */
+ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank,
+                          ncclComm_t* newcomm, ncclConfig_t* config);
+#endif
 
 /* ---- the sweep: every collective x datatype x op ---- */
 
@@ -334,6 +343,46 @@ static int asyncRank(int rank, int n, const ncclUniqueId* ids) {
   return gShimFailures != 0;
 }
 
+/* ---- shrink mode: the survivors of a dead rank shrink, then revoke the new communicator ---- */
+
+static int shrinkRank(int rank, int n, const ncclUniqueId* ids) {
+  gShimRank = rank;
+  ncclComm_t comm = NULL;
+  SHIM_OK(ncclCommInitRank(&comm, n, ids[0], rank));
+  if (!comm) return 1;
+  allReduceGivesCount(comm, n); /* every connection is up */
+  if (rank == n - 1) _exit(0);  /* dies without ncclCommDestroy */
+  float x = 1;
+  ncclResult_t r = ncclSuccess;
+  for (int i = 0; i < 100000 && r == ncclSuccess; ++i)
+    r = ncclAllReduce(&x, &x, 1, ncclFloat, ncclSum, comm, NULL);
+  SHIM_CHECK(r == ncclRemoteError);
+  /* The survivors shrink without the dead rank (NCCL's flag), and keep their order. */
+  int dead[1] = {n - 1};
+  ncclComm_t survivors = NULL;
+  SHIM_OK(ncclCommShrink(comm, dead, 1, &survivors, NULL, NCCL_SHRINK_ABORT));
+  SHIM_OK(ncclCommDestroy(comm));
+  if (!survivors) return 1;
+  int count = 0, me = -1;
+  SHIM_OK(ncclCommCount(survivors, &count));
+  SHIM_OK(ncclCommUserRank(survivors, &me));
+  SHIM_CHECK(count == n - 1 && me == rank);
+  allReduceGivesCount(survivors, n - 1);
+  /* Rank 0 revokes the new communicator: the others' AllReduce returns, naming it. */
+  if (rank == 0) {
+    SHIM_OK(ncclCommRevoke(survivors, NCCL_REVOKE_DEFAULT));
+  } else {
+    SHIM_CHECK(ncclAllReduce(&x, &x, 1, ncclFloat, ncclSum, survivors, NULL) == ncclRemoteError);
+    const char* msg = ncclGetLastError(survivors);
+    if (!strstr(msg, "the communicator was revoked by rank 0 (")) {
+      fprintf(stderr, "rank %d: ncclGetLastError: \"%s\"\n", rank, msg);
+      ++gShimFailures;
+    }
+  }
+  SHIM_OK(ncclCommDestroy(survivors));
+  return gShimFailures != 0;
+}
+
 /* ---- local mode: InitAll and the refusals ---- */
 
 static void initAllInOneGroup(void) {
@@ -398,9 +447,15 @@ static void refusals(void) {
   SHIM_FAILS(ncclCommInitRankScalable(&c2, 1, 0, 0, &id, NULL), ncclInvalidArgument, NULL,
              "ncclCommInitRankScalable: nId 0 must be at least 1");
   /* What mixccl cannot honour. */
-  SHIM_FAILS(ncclCommShrink(comm, NULL, 0, &c2, NULL, 0), ncclInvalidUsage, comm,
-             "ncclCommShrink: not supported by mixccl's NCCL shim: fault-tolerant communicator "
-             "changes (revoke, shrink, grow) (docs/nccl-compat.md)");
+  SHIM_FAILS(ncclCommGrow(comm, 2, &id, 1, &c2, NULL), ncclInvalidUsage, comm,
+             "ncclCommGrow: not supported by mixccl's NCCL shim: growing a communicator (new "
+             "ranks joining it) (docs/nccl-compat.md)");
+  /* Shrink and revoke are mixccl's: their argument checks. */
+  SHIM_FAILS(ncclCommShrink(comm, NULL, 0, &c2, NULL, 7), ncclInvalidArgument, comm,
+             "mixcclCommShrink: flags 0x7 is neither MIXCCL_SHRINK_DEFAULT nor "
+             "MIXCCL_SHRINK_ABORT");
+  SHIM_FAILS(ncclCommRevoke(comm, 1), ncclInvalidArgument, comm,
+             "mixcclCommRevoke: flags 0x1 must be MIXCCL_REVOKE_DEFAULT (0)");
   SHIM_FAILS(ncclGroupSimulateEnd(NULL), ncclInvalidUsage, NULL,
              "ncclGroupSimulateEnd: not supported by mixccl's NCCL shim: simulating a group with "
              "NCCL's performance model (docs/nccl-compat.md)");
@@ -470,6 +525,11 @@ int main(int argc, char** argv) {
     if (n < 2 || n > 64) return 2;
     return forkMode(n, asyncRank);
   }
+  if (argc >= 3 && strcmp(argv[1], "shrink") == 0) {
+    int n = atoi(argv[2]);
+    if (n < 3 || n > 64) return 2;
+    return forkMode(n, shrinkRank);
+  }
   if (argc >= 2 && strcmp(argv[1], "local") == 0) {
     gShimRank = 0;
     initAllInOneGroup();
@@ -477,6 +537,7 @@ int main(int argc, char** argv) {
     printf("local: %s\n", gShimFailures ? "FAILED" : "PASSED");
     return gShimFailures != 0;
   }
-  fprintf(stderr, "usage: %s launcher | fork NRANKS | async NRANKS | local\n", argv[0]);
+  fprintf(stderr, "usage: %s launcher | fork NRANKS | async NRANKS | shrink NRANKS | local\n",
+          argv[0]);
   return 2;
 }
