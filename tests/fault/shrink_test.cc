@@ -4,6 +4,7 @@
 // working new communicator printed; mixcclCommRevoke releasing ranks blocked in different
 // calls; mismatched exclude lists failing on every survivor with one message and leaving the
 // parent usable; the shrink of a healthy communicator; no fd or thread left after 10 shrinks.
+// Also over UCX (its tcp transport) where it is built.
 // Ranks are forked processes (fault_harness.h); every test reaps them.
 #include <gtest/gtest.h>
 
@@ -51,6 +52,11 @@ int exactAllReduce(mixcclComm_t comm, size_t count) {
   for (size_t i = 0; i < count; ++i)
     if (v[i] != n * (n + 1) / 2 + n * (int32_t)i) return 3;
   return 0;
+}
+
+std::string inspect(mixcclComm_t comm, const char* key) {
+  char v[256] = {0};
+  return mixcclCommInspect(comm, key, v, sizeof(v)) == mixcclSuccess ? v : "?";
 }
 
 std::string hostPart() { return " (" + fault::hostName(); }
@@ -101,6 +107,9 @@ TEST_P(ShrinkTest, KillMidAllReduceThenShrink) {
     mixcclCommUserRank(shrunk, &newRank);
     mixcclCommCount(shrunk, &newN);
     rep->iterations = newRank * 100 + newN;
+    // The new communicator inherits the transport the test forces.
+    const std::string peer = "transport." + std::to_string((newRank + 1) % newN);
+    fault::copyMessage(rep, inspect(shrunk, peer.c_str()).c_str());
     if (mixcclCommDestroy(shrunk) != mixcclSuccess || mixcclCommDestroy(comm) != mixcclSuccess)
       return 12;
     return bad ? 20 + bad : 0;
@@ -117,6 +126,7 @@ TEST_P(ShrinkTest, KillMidAllReduceThenShrink) {
     EXPECT_EQ(rep.code, mixcclRemoteError);
     EXPECT_EQ(rep.laterCode, mixcclSuccess) << rep.message;
     EXPECT_EQ(rep.iterations, r * 100 + 3) << "new rank * 100 + new size";
+    EXPECT_EQ(std::string(rep.message), net) << "the shrunk communicator's transport";
     times.push_back(rep.laterSeconds);
   }
   }
@@ -372,15 +382,16 @@ TEST_P(ShrinkTest, TenShrinkCyclesLeakNothing) {
   }
 }
 
+#ifdef MIXCCL_TEST_HAVE_UCX
+// UCX over TCP (UCX reads UCX_TLS in each rank at init).
+const bool kUcxTlsSet = [] { return setenv("UCX_TLS", "tcp", 1) == 0; }();
+INSTANTIATE_TEST_SUITE_P(Nets, ShrinkTest, ::testing::Values("socket", "shm", "ucx"),
+#else
 INSTANTIATE_TEST_SUITE_P(Nets, ShrinkTest, ::testing::Values("socket", "shm"),
+#endif
                          [](const ::testing::TestParamInfo<const char*>& i) {
                            return std::string(i.param);
                          });
-
-std::string inspect(mixcclComm_t comm, const char* key) {
-  char v[256] = {0};
-  return mixcclCommInspect(comm, key, v, sizeof(v)) == mixcclSuccess ? v : "?";
-}
 
 // A job of three host ranks and one gloo rank (its domain's only rank) loses the gloo rank
 // (kill -9 mid-AllReduce), then a host rank: after each shrink the domain map is rebuilt for the
