@@ -168,6 +168,16 @@ mixcclResult_t mixcclCommShrink(mixcclComm_t comm, const int* excludeRanks, int 
  * reach (callable from any thread): their blocked and later calls return an error saying that
  * comm was revoked, and by which rank. comm can then be shrunk or destroyed. */
 mixcclResult_t mixcclCommRevoke(mixcclComm_t comm, int flags);
+/* An id for mixcclCommGrow, made on one rank of comm (its rendezvous root runs in this
+ * process); hand it to the joining ranks like any unique id. One grow per id. */
+mixcclResult_t mixcclCommGetUniqueId(mixcclComm_t comm, mixcclUniqueId* uniqueId);
+/* A communicator of nranks ranks: comm's ranks keep their numbers and new ranks join. Every rank
+ * of comm calls it with rank -1 (the one that made the id passes it, the others NULL); each
+ * joining rank calls it with comm NULL, the id and its rank (comm's size or more). Joining ranks
+ * authenticate with the id's secret. config NULL: comm's (a joining rank: the defaults). It runs
+ * blocking. comm stays usable. */
+mixcclResult_t mixcclCommGrow(mixcclComm_t comm, int nranks, const mixcclUniqueId* uniqueId,
+                              int rank, mixcclComm_t* newcomm, mixcclConfig_t* config);
 /* Completes all outstanding operations; the communicator accepts no more work afterwards. */
 mixcclResult_t mixcclCommFinalize(mixcclComm_t comm);
 /* Frees the communicator. Never hangs, also after an error. */

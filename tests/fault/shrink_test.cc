@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -135,6 +136,81 @@ TEST_P(ShrinkTest, KillMidAllReduceThenShrink) {
          "s, median %.3f s, p90 %.3f s, max %.3f s\n", net, times.size(), rounds, times.front(),
          times[times.size() / 2], times[times.size() * 9 / 10], times.back());
   EXPECT_LT(times.back(), kTimeoutS + 1.0) << "within the timeout plus 1 s";
+}
+
+// The replacement of a failed rank: 4 ranks lose rank 3 (kill -9 mid-AllReduce), shrink to 3,
+// and grow back to 4 with a fifth process that joins as rank 3 through an id rank 0 made
+// (mixcclCommGetUniqueId, handed over in shared memory as a launcher would). The new rank then
+// takes part in AllReduces of every size class and is the root of a Broadcast.
+TEST_P(ShrinkTest, KillShrinkThenGrowAReplacement) {
+  const char* net = GetParam();
+  constexpr int kRanks = 4, kVictim = 3, kReplacement = 4;
+  Job job(kRanks + 1, 60);
+  ASSERT_TRUE(job.ok());
+  job.start([&](const mixcclUniqueId& id, int rank, int, Shared* sh) {
+    RankReport* rep = &sh->ranks[rank];
+    RankReport* handover = &sh->ranks[kReplacement];
+    mixcclComm_t grown = nullptr;
+    mixcclComm_t comm = nullptr, shrunk = nullptr;
+    if (rank == kReplacement) {
+      while (!handover->released.load()) usleep(500);
+      mixcclUniqueId growId;
+      memcpy(&growId, handover->message, sizeof(growId));
+      mixcclConfig_t cfg = MIXCCL_CONFIG_INITIALIZER;
+      cfg.timeout = kTimeoutS;
+      cfg.netName = net;
+      rep->code = mixcclCommGrow(nullptr, kRanks, &growId, kVictim, &grown, &cfg);
+      if (rep->code != mixcclSuccess) return 11;
+    } else {
+      if (initRank(&comm, id, rank, kRanks, net) != mixcclSuccess) return 10;
+      std::vector<float> big(1 << 20, 1.0f);
+      mixcclResult_t r = mixcclSuccess;
+      for (int i = 0; i < 100000 && r == mixcclSuccess; ++i) {
+        r = mixcclAllReduce(big.data(), big.data(), big.size(), mixcclFloat, mixcclSum, comm, nullptr);
+        rep->phase.store(2);
+      }
+      int exclude[] = {kVictim};
+      if (mixcclCommShrink(comm, exclude, 1, &shrunk, nullptr, MIXCCL_SHRINK_ABORT) != mixcclSuccess)
+        return 12;
+      mixcclUniqueId growId;
+      if (rank == 0) {
+        if (mixcclCommGetUniqueId(shrunk, &growId) != mixcclSuccess) return 13;
+        memcpy(handover->message, &growId, sizeof(growId));
+        handover->released.store(1);
+      }
+      rep->code = mixcclCommGrow(shrunk, kRanks, rank == 0 ? &growId : nullptr, -1, &grown, nullptr);
+      if (rep->code != mixcclSuccess) {
+        fault::copyMessage(rep, mixcclGetLastError(shrunk));
+        return 14;
+      }
+    }
+    int bad = 0;
+    for (size_t count : {(size_t)1, (size_t)1000, (size_t)1 << 18})
+      if (!bad) bad = exactAllReduce(grown, count);
+    int newRank = -1, newN = -1;
+    mixcclCommUserRank(grown, &newRank);
+    mixcclCommCount(grown, &newN);
+    rep->iterations = newRank * 100 + newN;
+    std::vector<int32_t> b(1000, newRank == kVictim ? 7 : 0);
+    if (mixcclBroadcast(b.data(), b.data(), b.size(), mixcclInt32, kVictim, grown, nullptr) !=
+            mixcclSuccess ||
+        b[0] != 7 || b[999] != 7)
+      bad = 9;
+    if (mixcclCommDestroy(grown) != mixcclSuccess) return 15;
+    if (shrunk && mixcclCommDestroy(shrunk) != mixcclSuccess) return 16;
+    if (comm && mixcclCommDestroy(comm) != mixcclSuccess) return 17;
+    return bad ? 20 + bad : 0;
+  });
+  for (int r = 0; r < kRanks; ++r) ASSERT_TRUE(job.waitPhase(r, 2, 30)) << "rank " << r;
+  job.inject(kVictim, SIGKILL);
+  ASSERT_TRUE(job.reap(kVictim, 10));
+  ASSERT_TRUE(job.waitExit({0, 1, 2, kReplacement}));
+  const int expected[] = {0 * 100 + 4, 1 * 100 + 4, 2 * 100 + 4, 0, 3 * 100 + 4};
+  for (int r : {0, 1, 2, kReplacement}) {
+    SCOPED_TRACE("process " + std::to_string(r));
+    EXPECT_EQ(job.exitCode(r), 0) << job.report(r).message;
+    EXPECT_EQ(job.report(r).iterations, expected[r]) << "new rank * 100 + new size";
+  }
 }
 
 // Ranks blocked in different calls (an AllReduce that ranks 2 and 3 never join, a Recv from
@@ -452,7 +528,8 @@ TEST(ShrinkHetero, LosingTheOnlyGlooRankThenAHostRank) {
 #endif
 }
 
-// Bad arguments leave the communicator usable (one rank: no peers needed).
+// Bad arguments of shrink, revoke and grow leave the communicator usable (one rank: no peers
+// needed).
 TEST(ShrinkArgs, BadArgumentsAreRefused) {
   Job job(1, 30);
   ASSERT_TRUE(job.ok());
@@ -463,13 +540,21 @@ TEST(ShrinkArgs, BadArgumentsAreRefused) {
     mixcclComm_t out = nullptr;
     int self[] = {0}, range[] = {5};
     std::string all;
-    auto note = [&](mixcclResult_t r) {
-      all += std::to_string(r) + ":" + mixcclGetLastError(comm) + "\n";
+    // The message of comm's last error (of the thread's, for a call without comm).
+    auto note = [&](mixcclResult_t r, mixcclComm_t of = nullptr) {
+      all += std::to_string(r) + ":" + mixcclGetLastError(of) + "\n";
     };
-    note(mixcclCommShrink(comm, self, 1, &out, nullptr, MIXCCL_SHRINK_DEFAULT));
-    note(mixcclCommShrink(comm, range, 1, &out, nullptr, MIXCCL_SHRINK_DEFAULT));
-    note(mixcclCommShrink(comm, nullptr, 0, &out, nullptr, 7));
-    note(mixcclCommRevoke(comm, 1));
+    note(mixcclCommShrink(comm, self, 1, &out, nullptr, MIXCCL_SHRINK_DEFAULT), comm);
+    note(mixcclCommShrink(comm, range, 1, &out, nullptr, MIXCCL_SHRINK_DEFAULT), comm);
+    note(mixcclCommShrink(comm, nullptr, 0, &out, nullptr, 7), comm);
+    note(mixcclCommRevoke(comm, 1), comm);
+    mixcclUniqueId growId;
+    note(mixcclCommGrow(comm, 2, nullptr, 0, &out, nullptr), comm);
+    note(mixcclCommGrow(comm, 1, nullptr, -1, &out, nullptr), comm);
+    note(mixcclCommGrow(comm, 2, nullptr, -1, &out, nullptr), comm);
+    note(mixcclCommGrow(nullptr, 2, nullptr, 1, &out, nullptr));
+    note(mixcclCommGetUniqueId(comm, nullptr), comm);
+    if (mixcclCommGetUniqueId(comm, &growId) != mixcclSuccess) return 13;
     fault::copyMessage(rep, all.c_str());
     int bad = exactAllReduce(comm, 10);
     return mixcclCommDestroy(comm) == mixcclSuccess ? bad : 12;
@@ -482,7 +567,13 @@ TEST(ShrinkArgs, BadArgumentsAreRefused) {
             "4:mixcclCommShrink: excluded rank 5 is out of range [0, 1)\n"
             "4:mixcclCommShrink: flags 0x7 is neither MIXCCL_SHRINK_DEFAULT nor "
             "MIXCCL_SHRINK_ABORT\n"
-            "4:mixcclCommRevoke: flags 0x1 must be MIXCCL_REVOKE_DEFAULT (0)\n");
+            "4:mixcclCommRevoke: flags 0x1 must be MIXCCL_REVOKE_DEFAULT (0)\n"
+            "4:mixcclCommGrow: rank 0 must be -1 on a rank of comm (it keeps its rank 0)\n"
+            "4:mixcclCommGrow: nranks 1 must exceed comm's 1 ranks\n"
+            "5:mixcclCommGrow: no rank of comm passed the unique id (the rank that called "
+            "mixcclCommGetUniqueId passes it, the others NULL)\n"
+            "4:mixcclCommGrow: a joining rank (comm NULL) needs the unique id\n"
+            "4:mixcclCommGetUniqueId: uniqueId is NULL\n");
 }
 
 }  // namespace
