@@ -1,6 +1,7 @@
-// Surviving a lost rank: ncclCommShrink and ncclCommRevoke on mixcclCommShrink and
-// mixcclCommRevoke (docs/reliability.md, "Surviving a lost rank"). Growing a communicator
-// (ncclCommGetUniqueId, ncclCommGrow) is refused in unsupported.cc.
+// Surviving a lost rank: ncclCommShrink, ncclCommRevoke, ncclCommGetUniqueId and ncclCommGrow
+// on mixccl's calls of the same names (docs/reliability.md, "Surviving a lost rank").
+#include <cstring>
+
 #include "config.h"
 #include "shim.h"
 
@@ -35,3 +36,36 @@ NCCL_SHIM_API ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
   return forward(mixcclCommRevoke(inner(comm), revokeFlags));
 }
 NCCL_SHIM_PROFILING_ALIAS(ncclCommRevoke)
+
+NCCL_SHIM_API ncclResult_t ncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId* uniqueId) {
+  if (uniqueId == nullptr)
+    return refuse(ncclInvalidArgument, "ncclCommGetUniqueId: uniqueId is NULL");
+  mixcclUniqueId m;
+  mixcclResult_t r = mixcclCommGetUniqueId(inner(comm), &m);
+  if (r != mixcclSuccess) return forward(r);
+  std::memset(uniqueId, 0, sizeof *uniqueId);
+  std::memcpy(uniqueId, &m, sizeof m);
+  return ncclSuccess;
+}
+NCCL_SHIM_PROFILING_ALIAS(ncclCommGetUniqueId)
+
+NCCL_SHIM_API ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId,
+                                        int rank, ncclComm_t* newcomm, ncclConfig_t* config) {
+  const char* fn = "ncclCommGrow";
+  if (newcomm == nullptr) return refuse(ncclInvalidArgument, "%s: newcomm is NULL", fn);
+  mixcclUniqueId id;
+  if (uniqueId) std::memcpy(&id, uniqueId, sizeof id);
+  const mixcclUniqueId* idp = uniqueId ? &id : nullptr;
+  mixcclComm_t made = nullptr;
+  mixcclResult_t r;
+  if (config == nullptr) {
+    r = mixcclCommGrow(inner(comm), nRanks, idp, rank, &made, nullptr);
+  } else {
+    mixcclConfig_t m;
+    if (ncclResult_t bad = translateConfig(fn, config, &m); bad != ncclSuccess) return bad;
+    r = mixcclCommGrow(inner(comm), nRanks, idp, rank, &made, &m);
+  }
+  *newcomm = outer(made);
+  return forward(r);
+}
+NCCL_SHIM_PROFILING_ALIAS(ncclCommGrow)

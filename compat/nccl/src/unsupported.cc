@@ -5,7 +5,6 @@
 using namespace nccl_shim;
 
 namespace {
-constexpr const char* kGrow = "growing a communicator (new ranks joining it)";
 constexpr const char* kSuspend = "suspend and resume of a communicator's GPU memory";
 constexpr const char* kWindows = "symmetric memory windows";
 constexpr const char* kSignals = "one-sided signals on windows";
@@ -14,16 +13,7 @@ constexpr const char* kParams = "NCCL's parameter registry (mixccl reads MIXCCL_
                                 "docs/environment.md)";
 }  // namespace
 
-// ---- communicator changes (shrink and revoke: fault_tolerance.cc) ----
-NCCL_SHIM_API ncclResult_t ncclCommGrow(ncclComm_t, int, const ncclUniqueId*, int, ncclComm_t*,
-                                        ncclConfig_t*) {
-  return unsupported("ncclCommGrow", kGrow);
-}
-NCCL_SHIM_PROFILING_ALIAS(ncclCommGrow)
-NCCL_SHIM_API ncclResult_t ncclCommGetUniqueId(ncclComm_t, ncclUniqueId*) {
-  return unsupported("ncclCommGetUniqueId", kGrow);
-}
-NCCL_SHIM_PROFILING_ALIAS(ncclCommGetUniqueId)
+// ---- communicator changes (shrink, revoke and grow: fault_tolerance.cc) ----
 NCCL_SHIM_API ncclResult_t ncclCommSuspend(ncclComm_t, int) { return unsupported("ncclCommSuspend", kSuspend); }
 NCCL_SHIM_PROFILING_ALIAS(ncclCommSuspend)
 NCCL_SHIM_API ncclResult_t ncclCommResume(ncclComm_t) { return unsupported("ncclCommResume", kSuspend); }

@@ -11,9 +11,10 @@
  *                                 ncclCommInitRankScalable, and runs the sweep on each
  *        shim_api_test async N    N forked ranks; the last dies after init and the others see
  *                                 ncclRemoteError from ncclCommGetAsyncError, with the message
- *        shim_api_test shrink N   N forked ranks; the last dies, the others shrink without it
- *                                 (NCCL_SHRINK_ABORT), check the new communicator, and rank 0
- *                                 revokes it under the others' AllReduce
+ *        shim_api_test shrink N   N forked ranks; the last aborts, the others shrink without it
+ *                                 (NCCL_SHRINK_ABORT) and check the new communicator; it comes
+ *                                 back by ncclCommGrow with rank 0's ncclCommGetUniqueId; rank 0
+ *                                 revokes the grown one under the others' AllReduce
  *        shim_api_test local      one process: ncclCommInitAll driven in one group, and every
  *                                 refusal with its code and exact ncclGetLastError message
  * Each prints "PASSED" (or the failed checks and "FAILED") and exits 0 when every check held. */
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <signal.h>
@@ -34,6 +36,7 @@
 
 #if NCCL_VERSION_CODE < NCCL_VERSION(2, 30, 0)
 /* NCCL 2.30's, which the shim exports whatever header the test is built against. */
+ncclResult_t ncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId* uniqueId);
 ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank,
                           ncclComm_t* newcomm, ncclConfig_t* config);
 #endif
@@ -343,43 +346,68 @@ static int asyncRank(int rank, int n, const ncclUniqueId* ids) {
   return gShimFailures != 0;
 }
 
-/* ---- shrink mode: the survivors of a dead rank shrink, then revoke the new communicator ---- */
+/* ---- shrink mode: survivors of a lost rank shrink, a replacement grows them back, then a
+ * revoke ---- */
+
+/* Shared with every forked rank (mapped before the fork): the id rank 0 makes for the grow. */
+struct GrowHandover {
+  volatile int ready;
+  ncclUniqueId id;
+};
+static struct GrowHandover* gGrow;
 
 static int shrinkRank(int rank, int n, const ncclUniqueId* ids) {
   gShimRank = rank;
-  ncclComm_t comm = NULL;
+  ncclComm_t comm = NULL, grown = NULL;
   SHIM_OK(ncclCommInitRank(&comm, n, ids[0], rank));
   if (!comm) return 1;
   allReduceGivesCount(comm, n); /* every connection is up */
-  if (rank == n - 1) _exit(0);  /* dies without ncclCommDestroy */
   float x = 1;
-  ncclResult_t r = ncclSuccess;
-  for (int i = 0; i < 100000 && r == ncclSuccess; ++i)
-    r = ncclAllReduce(&x, &x, 1, ncclFloat, ncclSum, comm, NULL);
-  SHIM_CHECK(r == ncclRemoteError);
-  /* The survivors shrink without the dead rank (NCCL's flag), and keep their order. */
-  int dead[1] = {n - 1};
-  ncclComm_t survivors = NULL;
-  SHIM_OK(ncclCommShrink(comm, dead, 1, &survivors, NULL, NCCL_SHRINK_ABORT));
-  SHIM_OK(ncclCommDestroy(comm));
-  if (!survivors) return 1;
-  int count = 0, me = -1;
-  SHIM_OK(ncclCommCount(survivors, &count));
-  SHIM_OK(ncclCommUserRank(survivors, &me));
-  SHIM_CHECK(count == n - 1 && me == rank);
-  allReduceGivesCount(survivors, n - 1);
-  /* Rank 0 revokes the new communicator: the others' AllReduce returns, naming it. */
-  if (rank == 0) {
-    SHIM_OK(ncclCommRevoke(survivors, NCCL_REVOKE_DEFAULT));
+  if (rank == n - 1) {
+    /* Leaves without a goodbye (its peers see it fail), then comes back as the replacement. */
+    SHIM_OK(ncclCommAbort(comm));
+    while (!gGrow->ready) usleep(1000);
+    SHIM_OK(ncclCommGrow(NULL, n, &gGrow->id, n - 1, &grown, NULL));
   } else {
-    SHIM_CHECK(ncclAllReduce(&x, &x, 1, ncclFloat, ncclSum, survivors, NULL) == ncclRemoteError);
-    const char* msg = ncclGetLastError(survivors);
+    ncclResult_t r = ncclSuccess;
+    for (int i = 0; i < 100000 && r == ncclSuccess; ++i)
+      r = ncclAllReduce(&x, &x, 1, ncclFloat, ncclSum, comm, NULL);
+    SHIM_CHECK(r == ncclRemoteError);
+    /* The survivors shrink without the lost rank (NCCL's flag), and keep their order. */
+    int lost[1] = {n - 1};
+    ncclComm_t survivors = NULL;
+    SHIM_OK(ncclCommShrink(comm, lost, 1, &survivors, NULL, NCCL_SHRINK_ABORT));
+    SHIM_OK(ncclCommDestroy(comm));
+    if (!survivors) return 1;
+    int count = 0, me = -1;
+    SHIM_OK(ncclCommCount(survivors, &count));
+    SHIM_OK(ncclCommUserRank(survivors, &me));
+    SHIM_CHECK(count == n - 1 && me == rank);
+    allReduceGivesCount(survivors, n - 1);
+    /* Grow back to n: rank 0 makes the id, the replacement joins as rank n-1. */
+    ncclUniqueId growId;
+    if (rank == 0) {
+      SHIM_OK(ncclCommGetUniqueId(survivors, &growId));
+      gGrow->id = growId;
+      gGrow->ready = 1;
+    }
+    SHIM_OK(ncclCommGrow(survivors, n, rank == 0 ? &growId : NULL, -1, &grown, NULL));
+    SHIM_OK(ncclCommDestroy(survivors));
+  }
+  if (!grown) return 1;
+  allReduceGivesCount(grown, n);
+  /* Rank 0 revokes the grown communicator: the others' AllReduce returns, naming it. */
+  if (rank == 0) {
+    SHIM_OK(ncclCommRevoke(grown, NCCL_REVOKE_DEFAULT));
+  } else {
+    SHIM_CHECK(ncclAllReduce(&x, &x, 1, ncclFloat, ncclSum, grown, NULL) == ncclRemoteError);
+    const char* msg = ncclGetLastError(grown);
     if (!strstr(msg, "the communicator was revoked by rank 0 (")) {
       fprintf(stderr, "rank %d: ncclGetLastError: \"%s\"\n", rank, msg);
       ++gShimFailures;
     }
   }
-  SHIM_OK(ncclCommDestroy(survivors));
+  SHIM_OK(ncclCommDestroy(grown));
   return gShimFailures != 0;
 }
 
@@ -446,16 +474,15 @@ static void refusals(void) {
              "ncclCommInitRankConfig: config blocking 7 is not 0 or 1");
   SHIM_FAILS(ncclCommInitRankScalable(&c2, 1, 0, 0, &id, NULL), ncclInvalidArgument, NULL,
              "ncclCommInitRankScalable: nId 0 must be at least 1");
-  /* What mixccl cannot honour. */
-  SHIM_FAILS(ncclCommGrow(comm, 2, &id, 1, &c2, NULL), ncclInvalidUsage, comm,
-             "ncclCommGrow: not supported by mixccl's NCCL shim: growing a communicator (new "
-             "ranks joining it) (docs/nccl-compat.md)");
-  /* Shrink and revoke are mixccl's: their argument checks. */
+  /* Shrink, revoke and grow are mixccl's: their argument checks. */
+  SHIM_FAILS(ncclCommGrow(comm, 2, &id, 1, &c2, NULL), ncclInvalidArgument, comm,
+             "mixcclCommGrow: rank 1 must be -1 on a rank of comm (it keeps its rank 0)");
   SHIM_FAILS(ncclCommShrink(comm, NULL, 0, &c2, NULL, 7), ncclInvalidArgument, comm,
              "mixcclCommShrink: flags 0x7 is neither MIXCCL_SHRINK_DEFAULT nor "
              "MIXCCL_SHRINK_ABORT");
   SHIM_FAILS(ncclCommRevoke(comm, 1), ncclInvalidArgument, comm,
              "mixcclCommRevoke: flags 0x1 must be MIXCCL_REVOKE_DEFAULT (0)");
+  /* What mixccl cannot honour. */
   SHIM_FAILS(ncclGroupSimulateEnd(NULL), ncclInvalidUsage, NULL,
              "ncclGroupSimulateEnd: not supported by mixccl's NCCL shim: simulating a group with "
              "NCCL's performance model (docs/nccl-compat.md)");
@@ -528,6 +555,8 @@ int main(int argc, char** argv) {
   if (argc >= 3 && strcmp(argv[1], "shrink") == 0) {
     int n = atoi(argv[2]);
     if (n < 3 || n > 64) return 2;
+    gGrow = mmap(NULL, sizeof *gGrow, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (gGrow == MAP_FAILED) return 2;
     return forkMode(n, shrinkRank);
   }
   if (argc >= 2 && strcmp(argv[1], "local") == 0) {
