@@ -193,8 +193,9 @@ Result ShrinkRendezvous::follow(UniqueIdData* id) {
   HandshakeServer server(parent_->recoveryListener, parent_->id.secret, sizeof(ShrinkHello), me());
   const std::string mine = describeRankList(excluded_);
   // The leader answers at its own deadline at the latest (naming who is missing): this rank
-  // waits a little longer for that answer, which says more than its own timeout would.
-  const Deadline answerBy(deadline_.at() + std::chrono::seconds(1));
+  // waits a little longer for that answer, which says more than its own timeout would (the
+  // leader may have called later, by as much as a loaded machine delays one process).
+  const Deadline answerBy(deadline_.at() + std::chrono::seconds(2));
   for (;;) {
     if (answerBy.expired())
       return raiseError(mixcclTimeout, "%s: mixcclCommShrink: %s did not answer within the "

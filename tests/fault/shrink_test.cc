@@ -67,75 +67,104 @@ class ShrinkTest : public ::testing::TestWithParam<const char*> {
   void TearDown() override { EXPECT_TRUE(Job::noChildrenLeft()) << "a rank process was left behind"; }
 };
 
-// 4 ranks loop over a 4 MiB AllReduce; rank 3 is killed (SIGKILL) in the middle. Every survivor
-// sees the failure, shrinks without rank 3 (MIXCCL_SHRINK_ABORT) and runs collectives of every
-// size class on the new communicator, exact. laterSeconds: from the kill to the end of the first
-// collective on the new communicator. MIXCCL_TEST_SHRINK_ROUNDS=N repeats the kill N times (the
-// distribution in docs/reliability.md).
-TEST_P(ShrinkTest, KillMidAllReduceThenShrink) {
-  const char* net = GetParam();
-  constexpr int kRanks = 4, kVictim = 3;
+// 4 ranks loop over a 4 MiB AllReduce; the victims get sig (SIGKILL: dead; SIGSTOP: stuck, found
+// at the timeout) in the middle. Every survivor sees the failure, shrinks without the victims
+// (MIXCCL_SHRINK_ABORT) and runs AllReduces of three size classes on the new communicator,
+// exact. laterSeconds: from the signal to the end of the first collective on the new
+// communicator, printed as a distribution over MIXCCL_TEST_SHRINK_ROUNDS rounds (default 1).
+void loseRanksMidAllReduceThenShrink(const char* net, const std::vector<int>& victims, int sig,
+                                     int timeoutS) {
+  constexpr int kRanks = 4;
+  std::vector<int> survivors;
+  for (int r = 0; r < kRanks; ++r)
+    if (std::find(victims.begin(), victims.end(), r) == victims.end()) survivors.push_back(r);
+  const int newN = (int)survivors.size();
   std::vector<double> times;
   const int rounds = fault::envCount("MIXCCL_TEST_SHRINK_ROUNDS", 1);
   for (int round = 0; round < rounds; ++round) {
-  SCOPED_TRACE("round " + std::to_string(round));
-  Job job(kRanks, 60);
-  ASSERT_TRUE(job.ok());
-  job.start([&](const mixcclUniqueId& id, int rank, int n, Shared* sh) {
-    RankReport* rep = &sh->ranks[rank];
-    mixcclComm_t comm;
-    if (initRank(&comm, id, rank, n, net) != mixcclSuccess) return 10;
-    std::vector<float> big(1 << 20, 1.0f);
-    mixcclResult_t r = mixcclSuccess;
-    for (int i = 0; i < 100000 && r == mixcclSuccess; ++i) {
-      r = mixcclAllReduce(big.data(), big.data(), big.size(), mixcclFloat, mixcclSum, comm, nullptr);
-      rep->phase.store(2);
+    SCOPED_TRACE("round " + std::to_string(round));
+    Job job(kRanks, 60);
+    ASSERT_TRUE(job.ok());
+    job.start([&](const mixcclUniqueId& id, int rank, int n, Shared* sh) {
+      RankReport* rep = &sh->ranks[rank];
+      mixcclConfig_t cfg = MIXCCL_CONFIG_INITIALIZER;
+      cfg.timeout = timeoutS;
+      cfg.netName = net;
+      mixcclComm_t comm;
+      if (mixcclCommInitRankConfig(&comm, n, id, rank, &cfg) != mixcclSuccess) return 10;
+      std::vector<float> big(1 << 20, 1.0f);
+      mixcclResult_t r = mixcclSuccess;
+      for (int i = 0; i < 100000 && r == mixcclSuccess; ++i) {
+        r = mixcclAllReduce(big.data(), big.data(), big.size(), mixcclFloat, mixcclSum, comm,
+                            nullptr);
+        rep->phase.store(2);
+      }
+      rep->code = r;
+      mixcclComm_t shrunk = nullptr;
+      rep->laterCode = mixcclCommShrink(comm, victims.data(), (int)victims.size(), &shrunk,
+                                        nullptr, MIXCCL_SHRINK_ABORT);
+      if (rep->laterCode != mixcclSuccess) {
+        fault::copyMessage(rep, mixcclGetLastError(comm));
+        return 11;
+      }
+      int bad = exactAllReduce(shrunk, 1);
+      rep->laterSeconds = now() - sh->injectedAt;
+      for (size_t count : {(size_t)1000, (size_t)1 << 18})
+        if (!bad) bad = exactAllReduce(shrunk, count);
+      int newRank = -1, size = -1;
+      mixcclCommUserRank(shrunk, &newRank);
+      mixcclCommCount(shrunk, &size);
+      rep->iterations = newRank * 100 + size;
+      // The new communicator inherits the transport the test forces.
+      const std::string peer = "transport." + std::to_string((newRank + 1) % size);
+      fault::copyMessage(rep, inspect(shrunk, peer.c_str()).c_str());
+      if (mixcclCommDestroy(shrunk) != mixcclSuccess || mixcclCommDestroy(comm) != mixcclSuccess)
+        return 12;
+      return bad ? 20 + bad : 0;
+    });
+    for (int r = 0; r < kRanks; ++r) ASSERT_TRUE(job.waitPhase(r, 2, 30)) << "rank " << r;
+    fault::sleepSeconds(0.05);
+    const double at = now();
+    for (int v : victims) job.inject(v, sig);
+    job.shared()->injectedAt = at;
+    ASSERT_TRUE(job.waitExit(survivors));
+    for (int v : victims) {
+      if (sig != SIGKILL) kill(job.pid(v), SIGKILL);  // a stopped process still dies of SIGKILL
+      ASSERT_TRUE(job.reap(v, 10));
     }
-    rep->code = r;
-    fault::copyMessage(rep, mixcclGetLastError(comm));
-    int exclude[] = {kVictim};
-    mixcclComm_t shrunk = nullptr;
-    rep->laterCode = mixcclCommShrink(comm, exclude, 1, &shrunk, nullptr, MIXCCL_SHRINK_ABORT);
-    if (rep->laterCode != mixcclSuccess) {
-      fault::copyMessage(rep, mixcclGetLastError(comm));
-      return 11;
+    for (int i = 0; i < newN; ++i) {
+      const int r = survivors[i];
+      const RankReport& rep = job.report(r);
+      SCOPED_TRACE("rank " + std::to_string(r));
+      EXPECT_EQ(job.exitCode(r), 0) << rep.message;
+      if (sig == SIGKILL) EXPECT_EQ(rep.code, mixcclRemoteError);
+      else EXPECT_TRUE(rep.code == mixcclTimeout || rep.code == mixcclRemoteError) << rep.code;
+      EXPECT_EQ(rep.laterCode, mixcclSuccess) << rep.message;
+      EXPECT_EQ(rep.iterations, i * 100 + newN) << "new rank * 100 + new size";
+      EXPECT_EQ(std::string(rep.message), net) << "the shrunk communicator's transport";
+      times.push_back(rep.laterSeconds);
     }
-    int bad = exactAllReduce(shrunk, 1);
-    rep->laterSeconds = now() - sh->injectedAt;
-    for (size_t count : {(size_t)1000, (size_t)1 << 18})
-      if (!bad) bad = exactAllReduce(shrunk, count);
-    int newRank = -1, newN = -1;
-    mixcclCommUserRank(shrunk, &newRank);
-    mixcclCommCount(shrunk, &newN);
-    rep->iterations = newRank * 100 + newN;
-    // The new communicator inherits the transport the test forces.
-    const std::string peer = "transport." + std::to_string((newRank + 1) % newN);
-    fault::copyMessage(rep, inspect(shrunk, peer.c_str()).c_str());
-    if (mixcclCommDestroy(shrunk) != mixcclSuccess || mixcclCommDestroy(comm) != mixcclSuccess)
-      return 12;
-    return bad ? 20 + bad : 0;
-  });
-  for (int r = 0; r < kRanks; ++r) ASSERT_TRUE(job.waitPhase(r, 2, 30)) << "rank " << r;
-  fault::sleepSeconds(0.05);
-  job.inject(kVictim, SIGKILL);
-  ASSERT_TRUE(job.reap(kVictim, 10));
-  ASSERT_TRUE(job.waitExit({0, 1, 2}));
-  for (int r = 0; r < kVictim; ++r) {
-    const RankReport& rep = job.report(r);
-    SCOPED_TRACE("rank " + std::to_string(r));
-    EXPECT_EQ(job.exitCode(r), 0) << rep.message;
-    EXPECT_EQ(rep.code, mixcclRemoteError);
-    EXPECT_EQ(rep.laterCode, mixcclSuccess) << rep.message;
-    EXPECT_EQ(rep.iterations, r * 100 + 3) << "new rank * 100 + new size";
-    EXPECT_EQ(std::string(rep.message), net) << "the shrunk communicator's transport";
-    times.push_back(rep.laterSeconds);
-  }
   }
   std::sort(times.begin(), times.end());
-  printf("[%s] kill -9 to a working shrunk communicator, %zu survivors over %d round(s): min %.3f "
-         "s, median %.3f s, p90 %.3f s, max %.3f s\n", net, times.size(), rounds, times.front(),
-         times[times.size() / 2], times[times.size() * 9 / 10], times.back());
-  EXPECT_LT(times.back(), kTimeoutS + 1.0) << "within the timeout plus 1 s";
+  printf("[%s] %s of %zu rank(s) to a working shrunk communicator, %zu survivors over %d "
+         "round(s): min %.3f s, median %.3f s, p90 %.3f s, max %.3f s\n", net,
+         sig == SIGKILL ? "kill -9" : "SIGSTOP", victims.size(), times.size(), rounds,
+         times.front(), times[times.size() / 2], times[times.size() * 9 / 10], times.back());
+  EXPECT_LT(times.back(), timeoutS + 1.0) << "within the timeout plus 1 s";
+}
+
+TEST_P(ShrinkTest, KillMidAllReduceThenShrink) {
+  loseRanksMidAllReduceThenShrink(GetParam(), {3}, SIGKILL, kTimeoutS);
+}
+
+// Two ranks killed at once (one of them rank 1, so the survivors' numbers change).
+TEST_P(ShrinkTest, KillTwoMidAllReduceThenShrink) {
+  loseRanksMidAllReduceThenShrink(GetParam(), {1, 3}, SIGKILL, kTimeoutS);
+}
+
+// A stuck rank (SIGSTOP) is found at the timeout (1 s here), then shrunk away like a dead one.
+TEST_P(ShrinkTest, StuckRankTimesOutThenShrink) {
+  loseRanksMidAllReduceThenShrink(GetParam(), {2}, SIGSTOP, 1);
 }
 
 // The replacement of a failed rank: 4 ranks lose rank 3 (kill -9 mid-AllReduce), shrink to 3,
@@ -329,7 +358,7 @@ TEST_P(ShrinkTest, MismatchedExcludeListsFailEverywhere) {
 
 // Ranks 0 and 1 shrink without rank 3 while rank 2, a survivor in their list, never calls: both
 // fail with mixcclTimeout naming rank 2 at the timeout (1 s here), and the leader's message
-// reaches rank 1 too.
+// reaches rank 1 too (it waits up to 2 s past its own timeout for it).
 TEST_P(ShrinkTest, SurvivorThatNeverArrivesIsNamed) {
   const char* net = GetParam();
   constexpr int kRanks = 4;
@@ -367,7 +396,8 @@ TEST_P(ShrinkTest, SurvivorThatNeverArrivesIsNamed) {
               "not join within the timeout (they failed too, were not meant to survive, or did "
               "not call mixcclCommShrink)");
     EXPECT_GT(rep.laterSeconds, 0.9);
-    EXPECT_LT(rep.laterSeconds, 2.0);
+    // The timeout, plus a loaded machine's delays (a bound against a hang, not a speed).
+    EXPECT_LT(rep.laterSeconds, 4.0);
   }
 }
 
