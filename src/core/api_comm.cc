@@ -199,14 +199,7 @@ MIXCCL_API mixcclResult_t mixcclCommAbort(mixcclComm_t comm) {
   CommRef ref(comm);
   if (!ref || !unregisterComm(comm)) return badComm("mixcclCommAbort", comm);
   ref->stopInit();  // a non-blocking init still running is cancelled and joined
-  if (ref->domainComm) ref->domainComm->abort();
-  {
-    std::lock_guard<std::mutex> lock(ref->stagedMutex);
-    if (ref->staged) ref->staged->abort();
-  }
-  if (ref->connector) ref->connector->stop();
-  if (ref->proxy)
-    ref->proxy->abort("rank " + std::to_string(ref->rank) + ": mixcclCommAbort was called");
+  stopCommWork(ref.get(), "rank " + std::to_string(ref->rank) + ": mixcclCommAbort was called");
   releaseComm(comm);  // the owner's reference; ref keeps it alive until this returns
   return mixcclSuccess;
 }

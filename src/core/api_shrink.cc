@@ -13,18 +13,6 @@ using namespace mixccl;
 
 namespace {
 
-// Stops comm's work on this rank as mixcclCommAbort does, but keeps the communicator (and its
-// recovery listener) for the shrink and the caller's mixcclCommDestroy.
-void stopWork(Comm* comm, const std::string& why) {
-  if (comm->domainComm) comm->domainComm->abort();
-  {
-    std::lock_guard<std::mutex> lock(comm->stagedMutex);
-    if (comm->staged) comm->staged->abort();
-  }
-  if (comm->connector) comm->connector->stop();
-  comm->proxy->abort(why);
-}
-
 // The exclude list, checked and sorted.
 Result checkExcludeList(const char* fn, const Comm* comm, const int* list, int n,
                         std::vector<int>* out) {
@@ -66,8 +54,8 @@ Result shrinkComm(Comm* parent, const int* list, int n, Comm** out, const mixccl
       return raiseError(failed, "%s: the communicator has failed (%s): shrink it with "
                         "MIXCCL_SHRINK_ABORT", fn, why.c_str());
   } else {
-    stopWork(parent, "rank " + std::to_string(parent->rank) +
-                         ": mixcclCommShrink with MIXCCL_SHRINK_ABORT stopped the communicator");
+    stopCommWork(parent, "rank " + std::to_string(parent->rank) +
+                             ": mixcclCommShrink with MIXCCL_SHRINK_ABORT stopped the communicator");
   }
 
   Deadline deadline = Deadline::afterSeconds(parent->config.timeoutS);
