@@ -558,6 +558,57 @@ TEST(ShrinkHetero, LosingTheOnlyGlooRankThenAHostRank) {
 #endif
 }
 
+// Two host and two gloo ranks lose gloo rank 3: the gloo domain shrinks to one rank (its native
+// communicator formed again), and the cross-domain collectives of the survivors are exact.
+TEST(ShrinkHetero, AGlooDomainShrinks) {
+#ifndef MIXCCL_TEST_GLOO_DIR
+  GTEST_SKIP() << "the gloo adaptor is not built";
+#else
+  ASSERT_TRUE(kGlooPathSet);
+  constexpr int kRanks = 4;
+  Job job(kRanks, 60);
+  ASSERT_TRUE(job.ok());
+  job.start([&](const mixcclUniqueId& id, int rank, int n, Shared* sh) {
+    RankReport* rep = &sh->ranks[rank];
+    mixcclConfig_t cfg = MIXCCL_CONFIG_INITIALIZER;
+    cfg.timeout = kTimeoutS;
+    cfg.adaptor = rank >= 2 ? "gloo" : "host";
+    mixcclComm_t comm;
+    if (mixcclCommInitRankConfig(&comm, n, id, rank, &cfg) != mixcclSuccess) return 10;
+    std::string seen = inspect(comm, "domains");
+    std::vector<float> big(1 << 18, 1.0f);
+    mixcclResult_t r = mixcclSuccess;
+    for (int i = 0; i < 100000 && r == mixcclSuccess; ++i) {
+      r = mixcclAllReduce(big.data(), big.data(), big.size(), mixcclFloat, mixcclSum, comm, nullptr);
+      big.assign(big.size(), 1.0f);
+      rep->phase.store(2);
+    }
+    int exclude[] = {3};
+    mixcclComm_t next = nullptr;
+    if (mixcclCommShrink(comm, exclude, 1, &next, nullptr, MIXCCL_SHRINK_ABORT) != mixcclSuccess) {
+      fault::copyMessage(rep, mixcclGetLastError(comm));
+      return 11;
+    }
+    mixcclCommDestroy(comm);
+    for (size_t count : {(size_t)1, (size_t)1000, (size_t)1 << 18})
+      if (int bad = exactAllReduce(next, count)) return 20 + bad;
+    seen += " " + inspect(next, "domains") + " " + inspect(next, "algo.allreduce.1048576");
+    fault::copyMessage(rep, seen.c_str());
+    return mixcclCommDestroy(next) == mixcclSuccess ? 0 : 13;
+  });
+  for (int r = 0; r < kRanks; ++r) ASSERT_TRUE(job.waitPhase(r, 2, 30)) << "rank " << r;
+  job.inject(3, SIGKILL);
+  ASSERT_TRUE(job.reap(3, 10));
+  ASSERT_TRUE(job.waitExit({0, 1, 2}));
+  for (int r = 0; r < 3; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    EXPECT_EQ(job.exitCode(r), 0) << job.report(r).message;
+    EXPECT_EQ(std::string(job.report(r).message), "0,0,1,1 0,0,1 hierarchical")
+        << "domains before and after, and the cross-domain AllReduce after";
+  }
+#endif
+}
+
 // Bad arguments of shrink, revoke and grow leave the communicator usable (one rank: no peers
 // needed).
 TEST(ShrinkArgs, BadArgumentsAreRefused) {
