@@ -174,8 +174,8 @@ mixcclResult_t mixcclCommGetUniqueId(mixcclComm_t comm, mixcclUniqueId* uniqueId
 /* A communicator of nranks ranks: comm's ranks keep their numbers and new ranks join. Every rank
  * of comm calls it with rank -1 (the one that made the id passes it, the others NULL); each
  * joining rank calls it with comm NULL, the id and its rank (comm's size or more). Joining ranks
- * authenticate with the id's secret. config NULL: comm's (a joining rank: the defaults). It runs
- * blocking. comm stays usable. */
+ * authenticate with the id's secret. config NULL: comm's (a joining rank: the defaults; give it
+ * the transport comm's ranks use). It runs blocking. comm stays usable. */
 mixcclResult_t mixcclCommGrow(mixcclComm_t comm, int nranks, const mixcclUniqueId* uniqueId,
                               int rank, mixcclComm_t* newcomm, mixcclConfig_t* config);
 /* Completes all outstanding operations; the communicator accepts no more work afterwards. */
