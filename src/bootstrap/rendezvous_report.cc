@@ -1,5 +1,6 @@
 #include "bootstrap/rendezvous_report.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace mixccl {
@@ -20,7 +21,9 @@ std::string rankList(const std::vector<int>& ranks, size_t maxChars) {
 
 std::string missingRanksReport(const RendezvousTable& table, int timeoutS, size_t room) {
   std::vector<int> missing, present;
-  for (int r = 0; r < table.nranks(); ++r) (table.has(r) ? present : missing).push_back(r);
+  std::vector<int> expected = table.expectedRanks();
+  std::sort(expected.begin(), expected.end());
+  for (int r : expected) (table.has(r) ? present : missing).push_back(r);
   // The missing ranks matter most: they get the room, the others a short list.
   auto ranks = [](const std::vector<int>& v, size_t room) {
     return std::string(v.size() == 1 ? "rank " : "ranks ") + rankList(v, room);

@@ -60,7 +60,7 @@ class RendezvousRoot {
       listener_.close();
       server_.cutPending();
       publishCounts();
-      sendTable();
+      sendPlacements();
       return;
     }
     tellEveryone();
@@ -192,21 +192,24 @@ class RendezvousRoot {
     offender_.close();
   }
 
-  // Every rank gets the reply and the table.
-  void sendTable() {
-    const std::vector<PeerInfo>& table = table_.table();
+  // Every rank it serves gets the reply and its place in the exchange tree (its parent and
+  // children, exchange_tree.h): a few hundred bytes each, whatever the number of ranks.
+  void sendPlacements() {
+    const ExchangeTree tree(table_.nranks(), table_.nroots());
     RootReply reply{};
-    reply.nranks = (int32_t)table.size();
+    reply.nranks = table_.nranks();
     const Deadline d = Deadline::afterSeconds(kReplySeconds);
     for (size_t r : answerOrder()) {
+      const RootPlacement place =
+          placementFor(tree, (int)r, table_.rootIndex(), table_.table(), table_.exchangeAddrs());
       std::string what = "rank " + std::to_string(r);
       if (sendAllBefore(conns_[r], &reply, sizeof(reply), d, what.c_str()) != mixcclSuccess ||
-          sendAllBefore(conns_[r], table.data(), table.size() * sizeof(PeerInfo), d,
-                        what.c_str()) != mixcclSuccess)
+          sendAllBefore(conns_[r], &place, sizeof(place), d, what.c_str()) != mixcclSuccess)
         continue;  // that rank will report its own failure
     }
     conns_.clear();
-    INFO(kLogBootstrap, "%s: all %zu ranks connected", name_.c_str(), table.size());
+    INFO(kLogBootstrap, "%s: all %d ranks of root %d of %d connected", name_.c_str(),
+         table_.expected(), table_.rootIndex(), table_.nroots());
   }
 
   static void reject(const Socket& conn, Result why, const std::string& msg) {

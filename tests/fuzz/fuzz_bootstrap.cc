@@ -2,7 +2,8 @@
 // the mismatch table. The first input byte picks the parser; the rest is what a hostile peer
 // would send. Besides memory errors (ASan/UBSan), it checks properties:
 //  - no input ever passes the challenge-response (nobody without the secret gets in);
-//  - whatever the root admits passes the rank side's table check (both sides agree);
+//  - whatever the root admits gives placements the rank side accepts (both sides agree);
+//  - a neighbour's exchange messages are refused or fully checked;
 //  - the rendezvous table never counts more ranks than it has;
 //  - identical mismatch descriptors always compare equal.
 #include <sys/socket.h>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "bootstrap/auth.h"
+#include "bootstrap/exchange_wire.h"
 #include "bootstrap/rendezvous_wire.h"
 #include "bootstrap/socket.h"
 #include "bootstrap/unique_id.h"
@@ -50,7 +52,8 @@ void handshake(bool server, const uint8_t* data, size_t size) {
 void rankHellos(const uint8_t* data, size_t size) {
   RendezvousTable table;
   // Each hello is preceded by one control byte: bit 0 forces the right magic, bit 1 makes
-  // the strings terminated, bits 2-3 pick a small nranks, so the fuzzer reaches the table.
+  // the strings terminated, bits 2-3 pick a small nranks (and one root), so the fuzzer reaches
+  // the table.
   const size_t step = 1 + sizeof(RankHello);
   for (size_t off = 0; off + step <= size; off += step) {
     uint8_t ctl = data[off];
@@ -63,6 +66,7 @@ void rankHellos(const uint8_t* data, size_t size) {
     }
     if (ctl & 4) h.nranks = 1 + ((ctl >> 3) & 3);
     if (ctl & 4 && h.nranks > 0) h.rank = (int32_t)((uint32_t)h.rank % (uint32_t)h.nranks);
+    if (ctl & 4) h.nroots = 1, h.rootIndex = 0;
     std::string why;
     RendezvousTable::Verdict v = table.offer(h, &why);
     require(v == RendezvousTable::Verdict::Admitted || !why.empty(), "refusal without reason");
@@ -70,9 +74,14 @@ void rankHellos(const uint8_t* data, size_t size) {
     if (ctl & 0x80) table.drop(h.rank);
   }
   if (table.complete()) {
-    std::string why;
-    require(checkPeerTable(table.table().data(), table.nranks(), &why),
-            "the root admitted a table the ranks refuse");
+    const ExchangeTree tree(table.nranks(), table.nroots());
+    for (int r : table.expectedRanks()) {
+      std::string why;
+      RootPlacement p =
+          placementFor(tree, r, table.rootIndex(), table.table(), table.exchangeAddrs());
+      require(checkRootPlacement(p, tree, r, table.rootIndex(), &why),
+              "the root admitted ranks whose placements the ranks refuse");
+    }
   }
 }
 
@@ -87,10 +96,37 @@ void rootReply(const uint8_t* data, size_t size) {
   require(ok == (refusal == mixcclSuccess), "verdict and code disagree");
   require(ok || (refusal > mixcclSuccess && refusal < mixcclNumResults), "bad refusal code");
   size_t rest = size - 1 - sizeof(RootReply);
-  if (!ok || rest < expected * sizeof(PeerInfo)) return;
-  std::vector<PeerInfo> table(expected);
-  memcpy(table.data(), data + 1 + sizeof(RootReply), expected * sizeof(PeerInfo));
-  checkPeerTable(table.data(), expected, &why);
+  if (!ok || rest < sizeof(RootPlacement)) return;
+  RootPlacement p;
+  memcpy(&p, data + 1 + sizeof(RootReply), sizeof(p));
+  const int nroots = 1 + data[0] / 8 % expected;
+  checkRootPlacement(p, ExchangeTree(expected, nroots), data[0] / 64 % expected, 0, &why);
+}
+
+// What a neighbour sends in the peer-info exchange: a hello, a header, records.
+void exchangeMessages(const uint8_t* data, size_t size) {
+  if (size < 1 + sizeof(ExchangeHello) + sizeof(ExchangeHeader)) return;
+  const int nranks = 1 + data[0] % 16, rank = data[0] / 16 % nranks;
+  const ExchangeTree tree(nranks, 1);
+  ExchangeHello hello;
+  memcpy(&hello, data + 1, sizeof(hello));
+  std::string why;
+  if (checkExchangeHello(hello, 0, tree.children(rank), &why))
+    require(tree.parent(hello.rank) == rank, "a hello from a rank that is no child passed");
+  ExchangeHeader h;
+  memcpy(&h, data + 1 + sizeof(hello), sizeof(h));
+  const std::vector<int> subtree = tree.subtree(rank);
+  Result failure;
+  if (!checkExchangeHeader(h, (int)subtree.size(), &failure, &why)) {
+    require(failure > mixcclSuccess && failure < mixcclNumResults && !why.empty(),
+            "a refused header without a code and a reason");
+    return;
+  }
+  const size_t at = 1 + sizeof(hello) + sizeof(h);
+  if (size - at < subtree.size() * sizeof(PeerInfo)) return;
+  std::vector<PeerInfo> records(subtree.size());
+  memcpy(records.data(), data + at, records.size() * sizeof(PeerInfo));
+  checkSubtreeRecords(records.data(), subtree, &why);
 }
 
 void mismatchTable(const uint8_t* data, size_t size) {
@@ -124,7 +160,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
-  const uint8_t mode = data[0] % 6;
+  const uint8_t mode = data[0] % 7;
   ++data;
   --size;
   switch (mode) {
@@ -134,6 +170,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 3: rootReply(data, size); break;
     case 4: mismatchTable(data, size); break;
     case 5: uniqueId(data, size); break;
+    case 6: exchangeMessages(data, size); break;
   }
   return 0;
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the seed inputs of tests/fuzz/corpus/<target>/ (well-formed messages the fuzzers
 start from). Run from anywhere; it rewrites only files named seed-*. Layouts follow
-src/transport/frame.h, src/bootstrap/{auth.cc,rendezvous_wire.h,peer_info.h,unique_id.h} and
+src/transport/frame.h, src/bootstrap/{auth.cc,rendezvous_wire.h,exchange_wire.h,peer_info.h,unique_id.h} and
 src/core/mismatch_check.h; the input framing follows tests/fuzz/fuzz_*.cc."""
 import os
 import struct
@@ -32,7 +32,20 @@ def peer_info(rank):
 
 
 def rank_hello(rank, nranks):
-    return struct.pack("<IiiI", 0x4C4C4548, nranks, rank, 0) + peer_info(rank)
+    return (struct.pack("<Iiii", 0x4C4C4548, nranks, rank, 1) + peer_info(rank) +
+            struct.pack("<iI", 0, 0) + wire_addr(6000 + rank))
+
+
+def tree_neighbour(rank):
+    return struct.pack("<iI", rank, 0) + peer_info(rank) + wire_addr(6000 + rank)
+
+
+def placement(parent, children):
+    empty = bytes(len(tree_neighbour(0)))
+    out = struct.pack("<ii", int(parent is not None), len(children))
+    out += tree_neighbour(parent) if parent is not None else empty
+    out += b"".join(tree_neighbour(c) for c in children)
+    return out + empty * (4 - len(children))
 
 
 def write(target, name, data):
@@ -64,13 +77,19 @@ def main():
     write("bootstrap", "rank-hellos", bytes([2]) + hellos)
     write("bootstrap", "rank-hellos-duplicate", bytes([2]) + bytes([3]) + rank_hello(0, 2) + bytes([3]) + rank_hello(0, 2))
     reply = struct.pack("<ii248s", 0, 2, b"")
-    write("bootstrap", "root-reply", bytes([3, 1]) + reply + peer_info(0) + peer_info(1))
+    # Rank 1 of 2 (byte 0x41: 2 ranks, rank 1, one root): its parent is rank 0, no children.
+    write("bootstrap", "root-reply", bytes([3, 0x41]) + reply + placement(0, []))
     write("bootstrap", "root-refusal", bytes([3, 1]) + struct.pack("<ii248s", 6, 0, b"rank 3 left" * 30))
     desc = struct.pack("<IiiiiIQ", 0x4B434843, 0, 7, 0, -1, 4, 12)
     write("bootstrap", "mismatch-equal", bytes([4]) + desc * 3)
     write("bootstrap", "mismatch-differ", bytes([4]) + desc + struct.pack("<IiiiiIQ", 0x4B434843, 1, 7, -1, 0, 4, 10))
     uid = struct.pack("<II24s16sQI", 0x4449584D, 1, wire_addr(), bytes(16), 42, 0)
     write("bootstrap", "unique-id", bytes([5]) + uid)
+    # Rank 1 of 4 (byte 0x13): its child 3 says hello and sends its subtree (itself).
+    exchange = struct.pack("<IiQ", 0x48435845, 3, 0) + struct.pack("<ii248s", 0, 1, b"") + peer_info(3)
+    write("bootstrap", "exchange", bytes([6, 0x13]) + exchange)
+    write("bootstrap", "exchange-failure",
+          bytes([6, 0x13]) + struct.pack("<IiQ", 0x48435845, 3, 0) + struct.pack("<ii248s", 6, 0, b"rank 3 left"))
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ RendezvousTable tableWith(int nranks, std::vector<int> arrived) {
     h.magic = kRankHelloMagic;
     h.nranks = nranks;
     h.rank = r;
+    h.nroots = 1;
+    h.exchangeAddr = toWire(a);
     snprintf(h.info.hostname, sizeof(h.info.hostname), "node");
     snprintf(h.info.adaptor, sizeof(h.info.adaptor), "host");
     h.info.rank = r;
