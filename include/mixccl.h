@@ -143,6 +143,14 @@ mixcclResult_t mixcclGetUniqueId(mixcclUniqueId* uniqueId);
 mixcclResult_t mixcclCommInitRank(mixcclComm_t* comm, int nranks, mixcclUniqueId commId, int rank);
 mixcclResult_t mixcclCommInitRankConfig(mixcclComm_t* comm, int nranks, mixcclUniqueId commId,
                                         int rank, mixcclConfig_t* config);
+/* mixcclCommInitRankConfig with nId rendezvous roots instead of one (NCCL's
+ * ncclCommInitRankScalable), so that no one process serves every rank at init: commIds holds nId
+ * ids, each from mixcclGetUniqueId (best on different hosts), in the same order on every rank.
+ * The ranks form nId contiguous blocks, as even as possible (block k: ranks k*nranks/nId to
+ * (k+1)*nranks/nId - 1), and block k rendezvous through commIds[k]. 1 <= nId <= nranks;
+ * config NULL: the defaults. */
+mixcclResult_t mixcclCommInitRankScalable(mixcclComm_t* newcomm, int nranks, int myrank, int nId,
+                                          mixcclUniqueId* commIds, mixcclConfig_t* config);
 /* One process, one rank per entry of devlist (NULL: devices 0..ndev-1). */
 mixcclResult_t mixcclCommInitAll(mixcclComm_t* comms, int ndev, const int* devlist);
 /* Collective over comm: ranks with the same color form a new communicator, ordered by key then

@@ -10,7 +10,6 @@
 #include "bootstrap/exchange_tree.h"
 #include "bootstrap/exchange_wire.h"
 #include "bootstrap/handshake_server.h"
-#include "base/env.h"
 #include "base/error.h"
 #include "base/log.h"
 
@@ -65,8 +64,8 @@ Result TreeExchange::recvFrom(const Socket& s, const TreeNeighbour& who, void* b
   Result r = recvAllQuietly(s, buf, n, deadline_, &why);
   if (r == mixcclSuccess) return r;
   if (r == mixcclTimeout)
-    return fail(r, nameOf(who) + " sent nothing within " + std::to_string(env().timeoutS) +
-                       " s (MIXCCL_TIMEOUT_S) during the peer-info exchange");
+    return fail(r, nameOf(who) + " sent nothing within the init's time limit (MIXCCL_TIMEOUT_S "
+                       "or the config's timeout) during the peer-info exchange");
   if (r == mixcclInvalidUsage) return fail(r, "the communicator was aborted");
   // A killed process's connection ends in a close, or a reset when it had unread data.
   if (why == "closed the connection" || why.find(strerror(ECONNRESET)) != std::string::npos)
@@ -112,9 +111,9 @@ Result TreeExchange::acceptChildren() {
         if (!childLinks_[i].valid())
           missing += (missing.empty() ? "" : ", ") + nameOf(place_.children[i]);
       return fail(mixcclTimeout, missing + " did not connect to rank " +
-                                     std::to_string(place_.rank) + " within " +
-                                     std::to_string(env().timeoutS) +
-                                     " s (MIXCCL_TIMEOUT_S) for the peer-info exchange");
+                                     std::to_string(place_.rank) + " for the peer-info exchange "
+                                     "within the init's time limit (MIXCCL_TIMEOUT_S or the "
+                                     "config's timeout)");
     }
     // Until the children are in, the parent sends only a failure (or leaves): watch it too.
     std::vector<pollfd> extra;

@@ -7,6 +7,7 @@
 
 #include "adaptors/adaptor_loader.h"
 #include "algo/algorithms.h"
+#include "bootstrap/bootstrap.h"
 #include "bootstrap/unique_id.h"
 #include "core/api_support.h"
 #include "base/env.h"
@@ -32,6 +33,31 @@ Result initRank(Comm** out, int nranks, const mixcclUniqueId& uid, int rank,
   UniqueIdData id;
   MIXCCL_CHECK(decodeUniqueId(uid, &id));
   return createComm(out, nranks, id, rank, cfg, device);
+}
+
+// Several roots: the rendezvous replaces the one through the id's root (comm_init.cc), in the
+// background too for a non-blocking config.
+Result initRankScalable(Comm** out, int nranks, int rank, int nId, const mixcclUniqueId* uids,
+                        const mixcclConfig_t* config) {
+  const char* fn = "mixcclCommInitRankScalable";
+  if (!out) return raiseError(mixcclInvalidArgument, "%s: newcomm is NULL", fn);
+  *out = nullptr;
+  if (nranks < 1) return raiseError(mixcclInvalidArgument, "%s: nranks %d < 1", fn, nranks);
+  MIXCCL_CHECK(checkRankArg(fn, rank, nranks));
+  if (nId < 1 || nId > nranks)
+    return raiseError(mixcclInvalidArgument, "%s: nId %d must be between 1 and nranks (%d)", fn,
+                      nId, nranks);
+  if (!uids) return raiseError(mixcclInvalidArgument, "%s: commIds is NULL", fn);
+  CommConfig cfg;
+  MIXCCL_CHECK(resolveConfig(config, &cfg));
+  std::vector<UniqueIdData> ids(nId);
+  for (int k = 0; k < nId; ++k) MIXCCL_CHECK(decodeUniqueId(uids[k], &ids[k]));
+  const double timeoutS = cfg.timeoutS;
+  PeerExchange throughRoots = [ids, rank, nranks, timeoutS](const PeerInfo& mine,
+                                                            std::vector<PeerInfo>* all) {
+    return rendezvous(ids, rank, nranks, mine, Deadline::afterSeconds(timeoutS), all);
+  };
+  return createComm(out, nranks, ids[0], rank, cfg, -1, throughRoots);
 }
 
 Result splitComm(Comm* parent, int color, int key, Comm** out, const mixcclConfig_t* config) {
@@ -130,6 +156,13 @@ MIXCCL_API mixcclResult_t mixcclCommInitRankConfig(mixcclComm_t* comm, int nrank
                                                    mixcclUniqueId commId, int rank,
                                                    mixcclConfig_t* config) {
   return initRank(comm, nranks, commId, rank, config, -1);
+}
+
+MIXCCL_API mixcclResult_t mixcclCommInitRankScalable(mixcclComm_t* newcomm, int nranks,
+                                                     int myrank, int nId,
+                                                     mixcclUniqueId* commIds,
+                                                     mixcclConfig_t* config) {
+  return initRankScalable(newcomm, nranks, myrank, nId, commIds, config);
 }
 
 MIXCCL_API mixcclResult_t mixcclCommInitAll(mixcclComm_t* comms, int ndev, const int* devlist) {

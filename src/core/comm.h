@@ -119,9 +119,10 @@ using Comm = mixcclComm;
 // With config.blocking it returns once the communicator is ready (nothing stays registered on
 // failure). Without, *out is set at once, the work continues on comm->initThread, and the
 // result is mixcclInProgress (mixcclCommGetAsyncError reports the outcome).
-// exchangePeers, when given (blocking init only), replaces the rendezvous through the id's
-// root: it gets this rank's peer info and returns every rank's (mixcclCommSplit's exchange over
-// the parent's connections).
+// exchangePeers, when given, replaces the rendezvous through the id's root: it gets this rank's
+// peer info and returns every rank's (a blocking mixcclCommSplit's exchange over the parent's
+// connections; mixcclCommInitRankScalable's rendezvous through several roots, which a
+// non-blocking init runs on its background thread: the function must own what it uses).
 using PeerExchange = std::function<Result(const PeerInfo& mine, std::vector<PeerInfo>* all)>;
 Result createComm(Comm** out, int nranks, const UniqueIdData& id, int rank,
                   const CommConfig& config, int device, const PeerExchange& exchangePeers = nullptr);

@@ -355,9 +355,9 @@ Result createComm(Comm** out, int nranks, const UniqueIdData& id, int rank,
   Comm* c = comm.release();
   registerComm(c);
   // The thread needs no reference: Abort and Destroy join it before they drop the owner's.
-  c->initThread = std::thread([c, id] {
+  c->initThread = std::thread([c, id, exchangePeers] {
     setThreadCancelFlag(&c->initCancel);
-    Result r = connectComm(c, id, nullptr);
+    Result r = connectComm(c, id, exchangePeers);
     if (r != mixcclSuccess) {
       c->initError = threadLastError();
       c->setLastError(c->initError);

@@ -278,9 +278,10 @@ static int forkedRank(int rank, int n, const ncclUniqueId* ids) {
     allReduceGivesCount(comm, n);
     SHIM_OK(ncclCommDestroy(comm));
   }
-  /* Scalable init: several ids (all ranks the same), default config. */
-  ncclUniqueId both[2] = {ids[2], ids[2]};
-  SHIM_OK(ncclCommInitRankScalable(&comm, n, rank, 2, both, NULL));
+  /* Scalable init: two roots (ids from two ncclGetUniqueId calls, the same order on all ranks;
+   * at most one per rank), default config. */
+  ncclUniqueId both[2] = {ids[2], ids[3]};
+  SHIM_OK(ncclCommInitRankScalable(&comm, n, rank, n < 2 ? n : 2, both, NULL));
   if (comm) {
     allReduceGivesCount(comm, n);
     SHIM_OK(ncclCommDestroy(comm));
@@ -289,8 +290,8 @@ static int forkedRank(int rank, int n, const ncclUniqueId* ids) {
 }
 
 static int forkMode(int n, int (*rankMain)(int, int, const ncclUniqueId*)) {
-  ncclUniqueId ids[3];
-  for (int i = 0; i < 3; ++i) SHIM_OK(ncclGetUniqueId(&ids[i]));
+  ncclUniqueId ids[4];
+  for (int i = 0; i < 4; ++i) SHIM_OK(ncclGetUniqueId(&ids[i]));
   if (gShimFailures) return 1;
   fflush(stdout);
   pid_t pids[64];
