@@ -2,9 +2,12 @@
 /* perf/scale_bench: what a communicator of n ranks costs on one host (docs/scale.md). Forks n
  * ranks, each times mixcclCommInitRank, counts its descriptors, resident and shared memory and
  * connected peers, times 8-byte AllReduces (median) and 1 MiB AllReduces (bus bandwidth); the
- * parent prints one line of medians (and the slowest init) over the ranks.
+ * parent prints one line of medians (and the slowest init) over the ranks, and the CPU time of
+ * the rendezvous root (root_cpu_s: the parent's threads but its main one, which forks and waits).
  *   scale_bench <nranks> [iterations [rank-nofile]]   (MIXCCL_NET, MIXCCL_CONNECT as usual)
- * rank-nofile: each rank's RLIMIT_NOFILE (ulimit -n), set after the fork. */
+ * rank-nofile: each rank's RLIMIT_NOFILE (ulimit -n), set after the fork.
+ * SCALE_BENCH_ROOTS=k (default 1): k rendezvous roots (all in the parent), the ranks init with
+ * mixcclCommInitRankScalable. */
 #include <poll.h>
 #include <signal.h>
 #include <stddef.h>
@@ -27,13 +30,16 @@
     }                                                                                   \
   } while (0)
 
-static void runRank(int rank, int n, int iters, mixcclUniqueId id, int out) {
+static void runRank(int rank, int n, int iters, int nroots, mixcclUniqueId* ids, int out) {
   struct ScaleStats s;
   memset(&s, 0, sizeof(s));
   s.rank = rank;
   mixcclComm_t comm;
   double t0 = scaleNow();
-  CHECK(mixcclCommInitRank(&comm, n, id, rank));
+  if (nroots > 1)
+    CHECK(mixcclCommInitRankScalable(&comm, n, rank, nroots, ids, NULL));
+  else
+    CHECK(mixcclCommInitRank(&comm, n, ids[0], rank));
   s.initS = scaleNow() - t0;
   scaleCountFds(&s.fdsInit, &s.socketsInit);
 
@@ -74,6 +80,10 @@ static void runRank(int rank, int n, int iters, mixcclUniqueId id, int out) {
   _exit(0);
 }
 
+static double cpuSeconds(const struct rusage* u) {
+  return u->ru_utime.tv_sec + u->ru_stime.tv_sec + (u->ru_utime.tv_usec + u->ru_stime.tv_usec) / 1e6;
+}
+
 int main(int argc, char** argv) {
   int rank = -1;
   if (argc < 2) {
@@ -83,8 +93,14 @@ int main(int argc, char** argv) {
   const int n = atoi(argv[1]);
   const int iters = argc > 2 ? atoi(argv[2]) : 50;
   const int rankNofile = argc > 3 ? atoi(argv[3]) : 0;
-  mixcclUniqueId id;
-  CHECK(mixcclGetUniqueId(&id));
+  const char* rootsEnv = getenv("SCALE_BENCH_ROOTS");
+  const int nroots = rootsEnv ? atoi(rootsEnv) : 1;
+  if (nroots < 1 || nroots > n) {
+    fprintf(stderr, "scale_bench: SCALE_BENCH_ROOTS=%s: expected 1 to %d\n", rootsEnv, n);
+    return 2;
+  }
+  mixcclUniqueId* ids = (mixcclUniqueId*)calloc(nroots, sizeof(mixcclUniqueId));
+  for (int k = 0; k < nroots; ++k) CHECK(mixcclGetUniqueId(&ids[k]));
   int fds[2];
   if (pipe(fds) != 0) return 1;
   pid_t* pids = (pid_t*)calloc(n, sizeof(pid_t));
@@ -101,7 +117,7 @@ int main(int argc, char** argv) {
         struct rlimit lim = {(rlim_t)rankNofile, (rlim_t)rankNofile};
         if (setrlimit(RLIMIT_NOFILE, &lim) != 0) _exit(3);
       }
-      runRank(r, n, iters, id, fds[1]);
+      runRank(r, n, iters, nroots, ids, fds[1]);
     }
   }
   close(fds[1]);
@@ -135,6 +151,13 @@ int main(int argc, char** argv) {
     fprintf(stderr, "scale_bench: %d of %d ranks reported; a rank failed\n", got, n);
     return 1;
   }
-  scalePrintSummary(all, n);
+  /* The root's thread has ended; its time stays in the process's. */
+  struct rusage self, mainThread;
+  getrusage(RUSAGE_SELF, &self);
+  getrusage(RUSAGE_THREAD, &mainThread);
+  const double rootCpu = cpuSeconds(&self) - cpuSeconds(&mainThread);
+  char extra[64];
+  snprintf(extra, sizeof(extra), " root_cpu_s %.3f roots %d", rootCpu, nroots);
+  scalePrintSummary(all, n, extra);
   return 0;
 }

@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
   struct ScaleStats* all = rank == 0 ? (struct ScaleStats*)calloc(n, sizeof(s)) : NULL;
   MPI_Gather(&s, sizeof(s), MPI_BYTE, all, sizeof(s), MPI_BYTE, 0, MPI_COMM_WORLD);
   if (rank == 0) {
-    scalePrintSummary(all, n);
+    scalePrintSummary(all, n, "");
   }
   MPI_Finalize();
   return 0;

@@ -105,7 +105,8 @@ static double scaleMedianOfField(const struct ScaleStats* all, int n, size_t off
 }
 
 /* The one summary line both programs print (perf/scale_bench.sh parses it). */
-static void scalePrintSummary(const struct ScaleStats* all, int n) {
+/* extra: appended to the line ("" for none). */
+static void scalePrintSummary(const struct ScaleStats* all, int n, const char* extra) {
   double initMax = 0, shmTotal = 0;
   int fdsMax = 0;
   for (int r = 0; r < n; ++r) {
@@ -117,12 +118,12 @@ static void scalePrintSummary(const struct ScaleStats* all, int n) {
   /* Each segment is mapped by its two ranks (rings) or by all (slots): the host's shared memory
    * is at most the sum over ranks; print the sum / 2 for rings as the host's. */
   printf("ranks %d init_median_s %.3f init_max_s %.3f fds_init %.0f fds %.0f fds_max %d sockets %.0f "
-         "peers %.0f rss_mib %.1f shm_mapped_host_mib %.1f lat8_us %.1f busbw_1mib_gbs %.3f\n",
+         "peers %.0f rss_mib %.1f shm_mapped_host_mib %.1f lat8_us %.1f busbw_1mib_gbs %.3f%s\n",
          n, SCALE_MEDIAN(initS, kScaleDouble), initMax, SCALE_MEDIAN(fdsInit, kScaleInt),
          SCALE_MEDIAN(fds, kScaleInt), fdsMax, SCALE_MEDIAN(sockets, kScaleInt),
          SCALE_MEDIAN(peers, kScaleInt), SCALE_MEDIAN(rssKiB, kScaleLong) / 1024.0,
          shmTotal / 2 / 1024.0, SCALE_MEDIAN(latencyUs, kScaleDouble),
-         SCALE_MEDIAN(busGBs, kScaleDouble));
+         SCALE_MEDIAN(busGBs, kScaleDouble), extra);
 #undef SCALE_MEDIAN
 }
 
