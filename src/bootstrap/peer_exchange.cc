@@ -105,6 +105,8 @@ Result TreeExchange::acceptChildren() {
                          "rank " + std::to_string(place_.rank) + " peer-info exchange");
   size_t arrived = 0;
   while (arrived < expected.size()) {
+    // A non-blocking init being aborted (socket.h): the transfers notice it themselves.
+    if (threadCancelled()) return fail(mixcclInvalidUsage, "the communicator was aborted");
     if (deadline_.expired()) {
       std::string missing;
       for (size_t i = 0; i < childLinks_.size(); ++i)
