@@ -39,7 +39,6 @@ std::string refusal(const char* fn, const char* what) {
 
 int main() {
   const char* device = "the device API (device communicators, GIN, LSA, multimem)";
-  const char* fault = "fault-tolerant communicator changes (revoke, shrink, grow)";
   const char* params = "NCCL's parameter registry (mixccl reads MIXCCL_* variables, docs/environment.md)";
   ncclComm_t comms[2];
   if (ncclCommInitAll(comms, 2, nullptr) != ncclSuccess) {
@@ -57,18 +56,16 @@ int main() {
   check(refusal("ncclLLA2ACalcSlots", device) == ncclGetLastError(nullptr),
         "ncclLLA2ACalcSlots records its refusal");
   ncclComm_t grown = nullptr;
-  ncclUniqueId id{};
-  expectRefusal("ncclCommGrow", ncclCommGrow(comm, 3, &id, 2, &grown, nullptr), comm,
-                refusal("ncclCommGrow", fault));
-  expectRefusal("ncclCommRevoke", ncclCommRevoke(comm, 0), comm, refusal("ncclCommRevoke", fault));
   ncclParamHandle_t h;
   expectRefusal("ncclParamBind", ncclParamBind(&h, "NCCL_PROTO"), nullptr, refusal("ncclParamBind", params));
   ncclWaitSignalDesc_t desc{1, 0, 0, 0};
   expectRefusal("ncclWaitSignal", ncclWaitSignal(1, &desc, comm, nullptr), comm,
                 refusal("ncclWaitSignal", "one-sided signals on windows"));
-  // The profiling twins are the same functions.
-  expectRefusal("pncclCommShrink", pncclCommShrink(comm, nullptr, 0, &grown, nullptr, 0), comm,
-                refusal("ncclCommShrink", fault));
+  // The profiling twins are the same functions (shrink is mixccl's: its argument check).
+  check(pncclCommShrink(comm, nullptr, 0, &grown, nullptr, 7) == ncclInvalidArgument &&
+            std::string(ncclGetLastError(comm)) ==
+                "mixcclCommShrink: flags 0x7 is neither MIXCCL_SHRINK_DEFAULT nor MIXCCL_SHRINK_ABORT",
+        "pncclCommShrink is ncclCommShrink");
   // Teams of rank 1 of 2: the world, a one-rank LSA team, the rail team spanning the world.
   ncclTeam_t world = ncclTeamWorld(comm), lsa = ncclTeamLsa(comm), rail = ncclTeamRail(comm);
   check(world.nRanks == 2 && world.rank == 1 && world.stride == 1, "world team");
