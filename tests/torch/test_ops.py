@@ -2,6 +2,7 @@
 op x dtype x reduce op, uneven all_to_all, non-contiguous tensors, coalesced calls, bad input
 (a clear exception, and the group stays usable), point-to-point that must not deadlock."""
 
+import os
 import time
 from datetime import timedelta
 import unittest
@@ -247,9 +248,12 @@ class TestMixcclOps(MixcclTestCase):
                  ((1,), torch.float32)]
         ts = [base(k, shape, dtype) * (self.rank + 1) for k, (shape, dtype) in enumerate(specs)]
         ts[2] = ts[2].t()  # non-contiguous
+        before = self.mixccl_backend().mixccl_calls()
         with dist._coalescing_manager():
             for t in ts:
                 dist.all_reduce(t)
+        # float32 0, 2, 6 in one call, int64 1, 5 in another; 3 (2 MiB) and the only float16 alone.
+        self.assertEqual(self.mixccl_backend().mixccl_calls() - before, 4)
         for k, (shape, dtype) in enumerate(specs):
             want = base(k, shape, dtype) * total
             got = ts[k].t() if k == 2 else ts[k]
@@ -260,6 +264,119 @@ class TestMixcclOps(MixcclTestCase):
         dist.all_reduce_coalesced(bits, op=R.BOR)
         self.assertEqual(bits[0].tolist(), [(1 << self.world_size) - 1] * 3)
         self.assertEqual(bits[1].tolist(), [7] * 2)
+        dist.destroy_process_group()
+
+    def coalesced_gathers(self, specs):
+        """all_gather_into_tensor of each (shape, dtype) in specs inside _coalescing_manager, an
+        output of every other spec non-contiguous; returns the outputs (the contiguous layout)
+        and the mixccl calls they took. Every element of every rank's input has its own value."""
+        ins = [(torch.arange(torch.Size(shape).numel()).reshape(shape) % 97 + 100 * k + 1000 *
+                self.rank).to(dtype) for k, (shape, dtype) in enumerate(specs)]
+        outs = [torch.empty((self.world_size,) + shape, dtype=dtype) if k % 2 == 0 else
+                torch.empty(shape[::-1] + (self.world_size,), dtype=dtype).permute(
+                    *range(len(shape), -1, -1)) for k, (shape, dtype) in enumerate(specs)]
+        before = self.mixccl_backend().mixccl_calls()
+        with dist._coalescing_manager():
+            for out, inp in zip(outs, ins):
+                dist.all_gather_into_tensor(out, inp)
+        return [o.contiguous() for o in outs], self.mixccl_backend().mixccl_calls() - before
+
+    def coalesced_reduce_scatters(self, specs, op):
+        """reduce_scatter_tensor of each (shape, dtype) in specs (the output's shape; the input
+        holds world_size of it) inside _coalescing_manager; returns the outputs and the mixccl
+        calls they took."""
+        ins = [(torch.arange(self.world_size * torch.Size(shape).numel()) % 7 + k +
+                self.rank).reshape((self.world_size,) + shape).to(dtype)
+               for k, (shape, dtype) in enumerate(specs)]
+        outs = [torch.empty(shape, dtype=dtype) for shape, dtype in specs]
+        before = self.mixccl_backend().mixccl_calls()
+        with dist._coalescing_manager():
+            for out, inp in zip(outs, ins):
+                dist.reduce_scatter_tensor(out, inp, op=op)
+        return outs, ins, self.mixccl_backend().mixccl_calls() - before
+
+    def test_coalesced_gather_and_reduce_scatter_packing(self):
+        # Coalesced all_gather packs its small tensors of every dtype into one mixccl call (a
+        # gather moves bytes), reduce_scatter those of each dtype (plugins/torch/csrc/
+        # coalesced_gather.cc, coalesced_reduce_scatter.cc); the results equal one call per
+        # tensor's (MIXCCL_TORCH_PACK_BYTES=0) and the values computed here.
+        gather_specs = [((2, 3), torch.float32), ((5,), torch.float16), ((4,), torch.int64),
+                        ((3,), torch.bool), ((2, 2), torch.complex64), ((1,), torch.uint8)]
+        big = [((1 << 16,), torch.float32)]  # 3 x 256 KiB gathered: above the bound, alone
+        rs_specs = [((2, 3), torch.float32), ((4,), torch.int32), ((5,), torch.float32),
+                    ((3,), torch.int32), ((1,), torch.float32)]
+        list_shapes = [(2, 3), (5,), (1,)]
+
+        def list_input(k, shape, rank):
+            return torch.arange(torch.Size(shape).numel(), dtype=torch.float32).reshape(shape) + \
+                100 * k + 1000 * rank
+
+        results = {}
+        for pack in ("default", "0"):
+            if pack == "0":
+                os.environ["MIXCCL_TORCH_PACK_BYTES"] = "0"
+            try:
+                self.init_pg()
+            finally:
+                os.environ.pop("MIXCCL_TORCH_PACK_BYTES", None)
+            packing = pack == "default"
+            self.assertEqual(self.mixccl_backend().pack_below_bytes, 128 << 10 if packing else 0)
+            gathered, calls = self.coalesced_gathers(gather_specs)
+            self.assertEqual(calls, 1 if packing else len(gather_specs))
+            gathered_big, calls = self.coalesced_gathers(gather_specs[:2] + big)
+            self.assertEqual(calls, 2 if packing else 3)
+            sums, ins, calls = self.coalesced_reduce_scatters(rs_specs, R.SUM)
+            self.assertEqual(calls, 2 if packing else len(rs_specs))  # one per dtype
+            maxes, _, calls = self.coalesced_reduce_scatters(rs_specs[:3], R.MAX)
+            self.assertEqual(calls, 2 if packing else 3)
+            # Bitwise reductions gather instead of reducing: one call each, as all_reduce's.
+            ors, _, calls = self.coalesced_reduce_scatters(rs_specs[1:4:2], R.BOR)
+            self.assertEqual(calls, 2)
+            # all_gather_coalesced (lists of outputs, one dtype) packs as all_gather_into_tensor.
+            lists = [[torch.empty(shape) for shape in list_shapes] for _ in range(self.world_size)]
+            before = self.mixccl_backend().mixccl_calls()
+            dist.all_gather_coalesced(lists, [list_input(k, shape, self.rank)
+                                              for k, shape in enumerate(list_shapes)])
+            self.assertEqual(self.mixccl_backend().mixccl_calls() - before,
+                             1 if packing else len(list_shapes))
+            results[pack] = (gathered, gathered_big, sums, maxes, ors, lists)
+            dist.destroy_process_group()
+        for name, packed, each in zip(("gathered", "gathered_big", "sums", "maxes", "ors",
+                                       "lists"), results["default"], results["0"]):
+            for k, (a, b) in enumerate(zip(packed, each)):
+                if isinstance(a, list):
+                    for r, (x, y) in enumerate(zip(a, b)):
+                        self.assertTrue(torch.equal(x, y), f"{name} {k} rank {r}")
+                else:
+                    self.assertTrue(torch.equal(a, b), f"{name} {k}: {a} != {b}")
+        for k, (shape, dtype) in enumerate(gather_specs):
+            for r in range(self.world_size):
+                want = (torch.arange(torch.Size(shape).numel()).reshape(shape) % 97 + 100 * k +
+                        1000 * r).to(dtype)
+                self.assertTrue(torch.equal(results["0"][0][k][r], want), f"gathered {k} {r}")
+        for k, shape in enumerate(list_shapes):
+            for r in range(self.world_size):
+                self.assertTrue(torch.equal(results["0"][5][r][k], list_input(k, shape, r)),
+                                f"lists {k} {r}")
+        for k, (shape, dtype) in enumerate(rs_specs):
+            n = torch.Size(shape).numel()
+            block = (torch.arange(self.world_size * n) % 7 + k).reshape(self.world_size, n)[
+                self.rank].reshape(shape)
+            want = (block * self.world_size + sum(range(self.world_size))).to(dtype)
+            self.assertTrue(torch.equal(results["0"][2][k], want), f"sum {k}")
+        # MIXCCL_TORCH_PACK_BYTES takes byte counts only, and says so at init.
+        os.environ["MIXCCL_TORCH_PACK_BYTES"] = "64KB"
+        try:
+            with self.assertRaisesRegex(RuntimeError, r"mixccl: MIXCCL_TORCH_PACK_BYTES=64KB is "
+                                        r"not a byte count \(a decimal number, optionally with "
+                                        r"K or M; 0 turns packing off\)"):
+                self.init_pg()
+        finally:
+            os.environ.pop("MIXCCL_TORCH_PACK_BYTES", None)
+        self.init_pg()
+        t = torch.ones(2)
+        dist.all_reduce(t)
+        self.assertEqual(t.tolist(), [3.0] * 2)
         dist.destroy_process_group()
 
     def test_bad_input_raises_and_group_stays_usable(self):

@@ -1,17 +1,20 @@
 #include "backend.h"
 
 #include "collectives.h"
+#include "pack_plan.h"
 
 #include <c10/util/Exception.h>
 
 namespace mixccl_torch {
 
 MixcclBackend::MixcclBackend(c10::intrusive_ptr<c10d::Store> store, std::unique_ptr<Comm> comm,
-                             std::chrono::milliseconds timeout, bool bySplit)
+                             std::chrono::milliseconds timeout, size_t packBelowBytes,
+                             bool bySplit)
     : c10d::Backend(comm->rank(), comm->size()),
       store_(std::move(store)),
       comm_(std::move(comm)),
       timeout_(timeout),
+      packBelowBytes_(packBelowBytes),
       bySplit_(bySplit),
       lanes_(std::make_unique<P2PLanes>(store_, comm_->rank(), timeout, comm_->deviceMemory())),
       worker_(std::make_unique<Worker>("mixccl-coll")) {}
@@ -23,9 +26,11 @@ c10::intrusive_ptr<MixcclBackend> MixcclBackend::create(
     std::chrono::milliseconds timeout) {
   TORCH_CHECK(size >= 1 && rank >= 0 && rank < size, "mixccl: rank ", rank,
               " is not in a group of size ", size);
+  // Before the communicator: a bad value fails every rank alike, before any of them waits.
+  size_t packBelowBytes = packBelowBytesFromEnv();
   std::unique_ptr<Comm> comm =
       Comm::viaStore(*store, "mixccl/uid", rank, size, timeout, "torch");
-  return c10::make_intrusive<MixcclBackend>(store, std::move(comm), timeout);
+  return c10::make_intrusive<MixcclBackend>(store, std::move(comm), timeout, packBelowBytes);
 }
 
 c10::intrusive_ptr<MixcclBackend> MixcclBackend::splitGroup(
@@ -36,7 +41,8 @@ c10::intrusive_ptr<MixcclBackend> MixcclBackend::splitGroup(
   // A split is a collective of this group: it runs in order with the others.
   worker_->runAndWait([&] { child = Comm::split(*comm_, member ? 0 : -1, key, timeout, "torch"); });
   if (!child) return nullptr;
-  return c10::make_intrusive<MixcclBackend>(store, std::move(child), timeout, true);
+  return c10::make_intrusive<MixcclBackend>(store, std::move(child), timeout, packBelowBytes_,
+                                            true);
 }
 
 int MixcclBackend::timeoutSeconds() const { return mixccl_torch::timeoutSeconds(timeout_); }

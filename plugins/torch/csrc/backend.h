@@ -20,11 +20,13 @@ namespace mixccl_torch {
 
 class MixcclBackend : public c10d::Backend {
  public:
+  // packBelowBytes: coalesced calls pack their tensors below it (pack_plan.h; 0: never).
   MixcclBackend(c10::intrusive_ptr<c10d::Store> store, std::unique_ptr<Comm> comm,
-                std::chrono::milliseconds timeout, bool bySplit = false);
+                std::chrono::milliseconds timeout, size_t packBelowBytes, bool bySplit = false);
   ~MixcclBackend() override;
 
-  // A new communicator through the store (rank 0 publishes the unique id).
+  // A new communicator through the store (rank 0 publishes the unique id). Reads
+  // MIXCCL_TORCH_PACK_BYTES (pack_plan.h); groups split from it keep its value.
   static c10::intrusive_ptr<MixcclBackend> create(const c10::intrusive_ptr<c10d::Store>& store,
                                                   int rank, int size,
                                                   std::chrono::milliseconds timeout);
@@ -96,6 +98,9 @@ class MixcclBackend : public c10d::Backend {
   int timeoutSeconds() const;
   // "split" (mixcclCommSplit of a parent group) or "store" (a new communicator).
   const char* formedBy() const { return bySplit_ ? "split" : "store"; }
+  size_t packBelowBytes() const { return packBelowBytes_; }
+  // Collective calls made on the group's communicator so far (Comm::collectiveCalls).
+  uint64_t mixcclCalls() const { return comm_->collectiveCalls(); }
 
  private:
   // Enqueues body (run on the worker, on this group's communicator) behind a new Work.
@@ -114,6 +119,7 @@ class MixcclBackend : public c10d::Backend {
   c10::intrusive_ptr<c10d::Store> store_;
   std::unique_ptr<Comm> comm_;
   std::chrono::milliseconds timeout_;
+  size_t packBelowBytes_;
   bool bySplit_;
   std::atomic<uint64_t> seq_{0};
   std::atomic<bool> aborted_{false};

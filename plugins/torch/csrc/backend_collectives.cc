@@ -66,9 +66,11 @@ c10::intrusive_ptr<c10d::Work> MixcclBackend::allreduce_coalesced(
   for (const at::Tensor& t : tensors)
     hows.push_back(reductionFor(opts.reduceOp, t.scalar_type(), "allreduce_coalesced"));
   std::vector<at::Tensor> ts = tensors;
+  size_t packBelow = packBelowBytes_;
   return enqueue(c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", tensors,
-                 timeoutOr(opts.timeout),
-                 [ts, hows](Comm& comm) { runAllreduceCoalesced(comm, ts, hows); });
+                 timeoutOr(opts.timeout), [ts, hows, packBelow](Comm& comm) {
+                   runAllreduceCoalesced(comm, ts, hows, packBelow);
+                 });
 }
 
 c10::intrusive_ptr<c10d::Work> MixcclBackend::reduce(std::vector<at::Tensor>& tensors,
@@ -126,16 +128,10 @@ c10::intrusive_ptr<c10d::Work> MixcclBackend::allgather_coalesced(
   }
   std::vector<std::vector<at::Tensor>> outs = outputs;
   std::vector<at::Tensor> ins = inputs;
+  size_t packBelow = packBelowBytes_;
   return enqueue(c10d::OpType::ALLGATHER_COALESCED, "allgather_coalesced", all,
-                 timeoutOr(opts.timeout), [outs, ins](Comm& comm) {
-                   for (size_t i = 0; i < ins.size(); ++i) {
-                     at::Tensor flat = at::empty({ins[i].numel() * comm.size()},
-                                                 ins[i].options().device(comm.bufferDevice()));
-                     runAllgather(comm, flat, ins[i]);
-                     std::vector<at::Tensor> column;
-                     for (const auto& list : outs) column.push_back(list[i]);
-                     scatterFlat(flat, column);
-                   }
+                 timeoutOr(opts.timeout), [outs, ins, packBelow](Comm& comm) {
+                   runAllgatherCoalesced(comm, outs, ins, packBelow);
                  }, ins);
 }
 
@@ -148,9 +144,10 @@ c10::intrusive_ptr<c10d::Work> MixcclBackend::allgather_into_tensor_coalesced(
     checkMatches(outputs[i], inputs[i].scalar_type(), inputs[i].numel() * size_,
                  "all_gather_into_tensor_coalesced", "an output");
   std::vector<at::Tensor> outs = outputs, ins = inputs;
+  size_t packBelow = packBelowBytes_;
   return enqueue(c10d::OpType::COALESCED, "all_gather_into_tensor_coalesced", outputs,
-                 timeoutOr(opts.timeout), [outs, ins](Comm& comm) {
-                   for (size_t i = 0; i < ins.size(); ++i) runAllgather(comm, outs[i], ins[i]);
+                 timeoutOr(opts.timeout), [outs, ins, packBelow](Comm& comm) {
+                   runAllgatherIntoTensorCoalesced(comm, outs, ins, packBelow);
                  }, ins);
 }
 
@@ -244,10 +241,10 @@ c10::intrusive_ptr<c10d::Work> MixcclBackend::reduce_scatter_tensor_coalesced(
                                 "reduce_scatter_tensor_coalesced"));
   }
   std::vector<at::Tensor> outs = outputs, ins = inputs;
+  size_t packBelow = packBelowBytes_;
   return enqueue(c10d::OpType::COALESCED, "reduce_scatter_tensor_coalesced", outputs,
-                 timeoutOr(opts.timeout), [outs, ins, hows](Comm& comm) {
-                   for (size_t i = 0; i < ins.size(); ++i)
-                     runReduceScatter(comm, outs[i], ins[i], hows[i]);
+                 timeoutOr(opts.timeout), [outs, ins, hows, packBelow](Comm& comm) {
+                   runReduceScatterCoalesced(comm, outs, ins, hows, packBelow);
                  }, ins);
 }
 

@@ -18,9 +18,9 @@ at::Tensor bytesOf(const CommBuffer& buf) {
 at::Tensor gatherRows(Comm& comm, const CommBuffer& in) {
   at::Tensor rows = at::empty({comm.size(), static_cast<int64_t>(in.numel())},
                               in.tensor().options());
-  comm.check(mixcclAllGather(in.data(), rows.data_ptr(), in.bytes(), mixcclUint8, comm.get(),
-                             comm.stream()),
-             "allgather");
+  comm.checkCollective(mixcclAllGather(in.data(), rows.data_ptr(), in.bytes(), mixcclUint8,
+                                       comm.get(), comm.stream()),
+                       "allgather");
   return rows;
 }
 
@@ -53,7 +53,7 @@ void allreduceInPlace(Comm& comm, CommBuffer& buf, const Reduction& how) {
   mixcclResult_t r = mixcclAllReduce(buf.data(), buf.data(), buf.numel(), type, op, comm.get(),
                                      comm.stream());
   if (how.kind == Reduction::kPreMulSum) mixcclRedOpDestroy(op, comm.get());
-  comm.check(r, "allreduce");
+  comm.checkCollective(r, "allreduce");
 }
 
 }  // namespace
@@ -66,9 +66,9 @@ void runAllreduce(Comm& comm, const at::Tensor& tensor, const Reduction& how) {
 
 void runBroadcast(Comm& comm, const at::Tensor& tensor, int root) {
   CommBuffer buf(comm, tensor, true);
-  comm.check(mixcclBroadcast(buf.data(), buf.data(), buf.bytes(), mixcclUint8, root, comm.get(),
-                             comm.stream()),
-             "broadcast");
+  comm.checkCollective(mixcclBroadcast(buf.data(), buf.data(), buf.bytes(), mixcclUint8, root,
+                                       comm.get(), comm.stream()),
+                       "broadcast");
   if (comm.rank() != root) buf.writeBack();
 }
 
@@ -79,9 +79,9 @@ void runReduce(Comm& comm, const at::Tensor& tensor, const Reduction& how, int r
     allreduceInPlace(comm, buf, how);
   } else {
     mixcclDataType_t type = mixcclTypeOf(buf.tensor().scalar_type(), "reduce");
-    comm.check(mixcclReduce(buf.data(), buf.data(), buf.numel(), type, how.op, root, comm.get(),
-                            comm.stream()),
-               "reduce");
+    comm.checkCollective(mixcclReduce(buf.data(), buf.data(), buf.numel(), type, how.op, root,
+                                      comm.get(), comm.stream()),
+                         "reduce");
   }
   if (comm.rank() == root) buf.writeBack();
 }
@@ -89,8 +89,9 @@ void runReduce(Comm& comm, const at::Tensor& tensor, const Reduction& how, int r
 void runAllgather(Comm& comm, const at::Tensor& output, const at::Tensor& input) {
   CommBuffer in(comm, input, true);
   CommBuffer out(comm, output, false);
-  comm.check(mixcclAllGather(in.data(), out.data(), in.bytes(), mixcclUint8, comm.get(), comm.stream()),
-             "allgather");
+  comm.checkCollective(mixcclAllGather(in.data(), out.data(), in.bytes(), mixcclUint8, comm.get(),
+                                       comm.stream()),
+                       "allgather");
   out.writeBack();
 }
 
@@ -99,9 +100,9 @@ void runGather(Comm& comm, const at::Tensor& output, const at::Tensor& input, in
   bool isRoot = comm.rank() == root;
   std::unique_ptr<CommBuffer> out;
   if (isRoot) out = std::make_unique<CommBuffer>(comm, output, false);
-  comm.check(mixcclGather(in.data(), isRoot ? out->data() : nullptr, in.bytes(), mixcclUint8,
-                          root, comm.get(), comm.stream()),
-             "gather");
+  comm.checkCollective(mixcclGather(in.data(), isRoot ? out->data() : nullptr, in.bytes(),
+                                    mixcclUint8, root, comm.get(), comm.stream()),
+                       "gather");
   if (isRoot) out->writeBack();
 }
 
@@ -110,9 +111,9 @@ void runScatter(Comm& comm, const at::Tensor& output, const at::Tensor& input, i
   bool isRoot = comm.rank() == root;
   std::unique_ptr<CommBuffer> in;
   if (isRoot) in = std::make_unique<CommBuffer>(comm, input, true);
-  comm.check(mixcclScatter(isRoot ? in->data() : nullptr, out.data(), out.bytes(), mixcclUint8,
-                           root, comm.get(), comm.stream()),
-             "scatter");
+  comm.checkCollective(mixcclScatter(isRoot ? in->data() : nullptr, out.data(), out.bytes(),
+                                     mixcclUint8, root, comm.get(), comm.stream()),
+                       "scatter");
   out.writeBack();
 }
 
@@ -127,9 +128,9 @@ void runReduceScatter(Comm& comm, const at::Tensor& output, const at::Tensor& in
   } else {
     CommBuffer in(comm, input, true);
     mixcclDataType_t type = mixcclTypeOf(in.tensor().scalar_type(), "reduce_scatter");
-    comm.check(mixcclReduceScatter(in.data(), out.data(), out.numel(), type, how.op, comm.get(),
-                                   comm.stream()),
-               "reduce_scatter");
+    comm.checkCollective(mixcclReduceScatter(in.data(), out.data(), out.numel(), type, how.op,
+                                             comm.get(), comm.stream()),
+                         "reduce_scatter");
   }
   out.writeBack();
 }
@@ -160,7 +161,7 @@ void runAlltoallv(Comm& comm, const at::Tensor& output, const at::Tensor& input,
     recvOff += recvBytes;
   }
   mixcclResult_t end = mixcclGroupEnd();
-  comm.check(r != mixcclSuccess ? r : end, "alltoall");
+  comm.checkCollective(r != mixcclSuccess ? r : end, "alltoall");
   out.writeBack();
 }
 
@@ -183,15 +184,15 @@ void runAlltoallList(Comm& comm, const std::vector<at::Tensor>& outputs,
                      comm.stream());
   }
   mixcclResult_t end = mixcclGroupEnd();
-  comm.check(r != mixcclSuccess ? r : end, "alltoall");
+  comm.checkCollective(r != mixcclSuccess ? r : end, "alltoall");
   for (auto& out : outs) out->writeBack();
 }
 
 void runBarrier(Comm& comm) {
   at::Tensor token = at::zeros({1}, at::TensorOptions().dtype(at::kByte).device(comm.bufferDevice()));
-  comm.check(mixcclAllReduce(token.data_ptr(), token.data_ptr(), 1, mixcclUint8, mixcclMax,
-                             comm.get(), comm.stream()),
-             "barrier");
+  comm.checkCollective(mixcclAllReduce(token.data_ptr(), token.data_ptr(), 1, mixcclUint8,
+                                       mixcclMax, comm.get(), comm.stream()),
+                       "barrier");
 }
 
 }  // namespace mixccl_torch

@@ -7,7 +7,9 @@
 #include <c10/core/Device.h>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -35,6 +37,13 @@ class Comm {
   // Throws c10::DistBackendError "mixccl <what>: <the communicator's last error>" when r is not
   // mixcclSuccess.
   void check(mixcclResult_t r, const char* what) const;
+  // check() of a collective call on this communicator (a grouped exchange is one), counted:
+  // tests see through collectiveCalls() how many mixccl calls an operation made.
+  void checkCollective(mixcclResult_t r, const char* what) {
+    ++collectiveCalls_;
+    check(r, what);
+  }
+  uint64_t collectiveCalls() const { return collectiveCalls_.load(); }
   // From any thread: every call blocked on this communicator returns with an error soon after.
   void abort();
   // The adaptor this rank uses ("host", "gloo", ...).
@@ -62,6 +71,7 @@ class Comm {
   bool aborted_ = false;
   c10::Device bufferDevice_{c10::kCPU};
   mixcclStream_t stream_ = nullptr;
+  std::atomic<uint64_t> collectiveCalls_{0};
 };
 
 // mixccl's timeout is whole seconds; torch's is milliseconds. Rounds up, at least 1.

@@ -22,6 +22,11 @@ PYBIND11_MODULE(_torch_backend, m) {
                              "\"split\" (from a parent group) or \"store\" (a new communicator)")
       .def("p2p_lane_count", &MixcclBackend::p2pLaneCount,
            "Point-to-point lanes (peer, direction, tag) in use")
+      .def_property_readonly("pack_below_bytes", &MixcclBackend::packBelowBytes,
+                             "Coalesced calls pack their tensors below this many bytes into "
+                             "one mixccl call (MIXCCL_TORCH_PACK_BYTES; 0: never)")
+      .def("mixccl_calls", &MixcclBackend::mixcclCalls,
+           "Collective calls made on the group's communicator so far")
       .def(
           "perform_nocolor_split",
           [](MixcclBackend& self, const py::object& /*device*/) {
