@@ -11,11 +11,14 @@ mixccl variant checks, from mixccl's INFO log of rank 0, that its pairs used the
 names, and fails otherwise.
 
 For each rank count, variant, operation (all_reduce, all_gather_into_tensor,
-reduce_scatter_tensor, sendrecv, all_reduce_coalesced) and size (1 KiB to 64 MiB by x4) it times
+reduce_scatter_tensor, sendrecv, and the coalesced ones) and size (1 KiB to 64 MiB by x4) it times
 --iters calls after --warmup, takes the slowest rank's time, and prints nccl-tests' bus
 bandwidth: all_reduce 2(n-1)/n, all_gather/reduce_scatter (n-1)/n of the whole buffer, sendrecv
-1 (ranks pair up, 2k <-> 2k+1). all_reduce_coalesced (not in the default --ops) all-reduces
---tensors tensors of size/--tensors bytes each inside torch's _coalescing_manager.
+1 (ranks pair up, 2k <-> 2k+1). The coalesced operations (not in the default --ops:
+all_reduce_coalesced, all_gather_into_tensor_coalesced, reduce_scatter_tensor_coalesced) split
+the same buffers into --tensors tensors and run one call per tensor inside torch's
+_coalescing_manager; MIXCCL_TORCH_PACK_BYTES=0 in the environment runs mixccl's coalesced calls
+unpacked, one mixccl call per tensor (docs/pytorch.md, "Coalesced calls").
 """
 
 import argparse
@@ -32,7 +35,9 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 OPS = ["all_reduce", "all_gather_into_tensor", "reduce_scatter_tensor", "sendrecv"]
-EXTRA_OPS = ["all_reduce_coalesced"]
+COALESCED_OPS = ["all_reduce_coalesced", "all_gather_into_tensor_coalesced",
+                 "reduce_scatter_tensor_coalesced"]
+EXTRA_OPS = COALESCED_OPS
 
 # name -> (torch backend, environment, the transport mixccl must report; None: not mixccl)
 VARIANTS = {
@@ -51,18 +56,39 @@ def parse_bytes(text):
 def bus_factor(op, n):
     return {"all_reduce": 2 * (n - 1) / n, "all_gather_into_tensor": (n - 1) / n,
             "reduce_scatter_tensor": (n - 1) / n, "sendrecv": 1.0,
-            "all_reduce_coalesced": 2 * (n - 1) / n}[op]
+            "all_reduce_coalesced": 2 * (n - 1) / n,
+            "all_gather_into_tensor_coalesced": (n - 1) / n,
+            "reduce_scatter_tensor_coalesced": (n - 1) / n}[op]
+
+
+def coalesced_pieces(op, small, big, n, tensors):
+    """The tensors of a coalesced call: views of big (all_reduce), or pairs of a view of small
+    and the view of big that holds all ranks' shares of it (n times its size)."""
+    if op == "all_reduce_coalesced":
+        return big.chunk(min(tensors, big.numel()))
+    if op not in COALESCED_OPS:
+        return []
+    shares = [p.numel() for p in small.chunk(min(tensors, small.numel()))]
+    return list(zip(small.split(shares), big.split([s * n for s in shares])))
 
 
 def one_call(op, rank, n, small, big, pieces):
     """Runs op once on a buffer of big.numel() floats in all (small: one rank's share; pieces:
-    views of big, the tensors of a coalesced call)."""
+    the tensors of a coalesced call, coalesced_pieces)."""
     if op == "all_reduce":
         dist.all_reduce(big)
     elif op == "all_reduce_coalesced":
         with dist._coalescing_manager():
             for t in pieces:
                 dist.all_reduce(t)
+    elif op == "all_gather_into_tensor_coalesced":
+        with dist._coalescing_manager():
+            for share, whole in pieces:
+                dist.all_gather_into_tensor(whole, share)
+    elif op == "reduce_scatter_tensor_coalesced":
+        with dist._coalescing_manager():
+            for share, whole in pieces:
+                dist.reduce_scatter_tensor(share, whole)
     elif op == "all_gather_into_tensor":
         dist.all_gather_into_tensor(big, small)
     elif op == "reduce_scatter_tensor":
@@ -128,7 +154,7 @@ def time_ops(rank, n, backend, store_file, sizes, iters, warmup, ops, tensors, q
             count = max(nbytes // 4 // n * n, n)  # whole floats, divisible among ranks
             big = torch.ones(count)
             small = torch.ones(count if op == "sendrecv" else count // n)
-            pieces = big.chunk(min(tensors, count)) if op == "all_reduce_coalesced" else []
+            pieces = coalesced_pieces(op, small, big, n, tensors)
             for _ in range(warmup):
                 one_call(op, rank, n, small, big, pieces)
             times = []
@@ -192,7 +218,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--ops", nargs="+", default=OPS, choices=OPS + EXTRA_OPS)
     ap.add_argument("--tensors", type=int, default=64,
-                    help="tensors per all_reduce_coalesced call (default 64)")
+                    help="tensors per coalesced call (default 64)")
     args = ap.parse_args()
     sizes, s = [], parse_bytes(args.min_bytes)
     while s <= parse_bytes(args.max_bytes):
@@ -217,10 +243,12 @@ def main():
                 print(f"# {n} ranks, {v}: rank 0's pairs over {', '.join(transports)}")
         head = "".join(f"{v + ' busbw':>20}" for v in args.backends)
         ratio = "  ratio" if like else ""
-        print(f"\n# {n} ranks\n{'op':<24}{'bytes':>11}{head}{ratio}")
+        width = max(24, max(len(op) for op in args.ops) + 1)
+        print(f"\n# {n} ranks\n{'op':<{width}}{'bytes':>11}{head}{ratio}")
         for i, (op, nbytes, _, _) in enumerate(results[args.backends[0]]):
             bws = {v: results[v][i][3] for v in args.backends}
-            line = f"{op:<24}{nbytes:>11}" + "".join(f"{bws[v]:>20.3f}" for v in args.backends)
+            line = f"{op:<{width}}{nbytes:>11}" + "".join(f"{bws[v]:>20.3f}"
+                                                          for v in args.backends)
             if like:
                 line += f"{bws['mixccl-socket'] / bws['gloo']:>7.2f}"
             print(line, flush=True)
