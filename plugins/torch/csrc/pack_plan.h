@@ -15,7 +15,8 @@ namespace mixccl_torch {
 // trip between the ranks. Measured with perf/torch_bench.py --ops all_reduce_coalesced over
 // sockets, 2 ranks (docs/pytorch.md, "Coalesced calls"): 64 tensors of 1-64 KiB ran 2.7-14.5x
 // faster packed, 16 of 128 KiB 0.56x and 4 of 16 MiB 0.39x (the two copies cost more than the
-// calls they save).
+// calls they save). Over shared memory, where a small call is cheap, packing measured slower in
+// most cases (docs/pytorch.md); the bound applies on every transport all the same.
 constexpr size_t kDefaultPackBelowBytes = size_t(128) << 10;
 
 // MIXCCL_TORCH_PACK_BYTES: the bound in bytes (decimal, or with a K or M suffix); 0 packs
