@@ -211,8 +211,10 @@ step_adaptor() {
   for job in "1 nccl matrix" "4 nccl,host,host,host matrix" "8 nccl,host,host,host,host,host,host,host matrix --quick" \
              "4 nccl,host,host,host order"; do
     # shellcheck disable=SC2086
-    out=$("$ranks" $job 2>&1); rc=$?
+    # Each job bounded on its own (the order job once stalled and took the whole step).
+    out=$(timeout -k 2 12 "$ranks" $job 2>&1); rc=$?
     echo "$out"
+    [ "$rc" != 124 ] && [ "$rc" != 137 ] || { echo "FAIL: nccl_ranks_test $job stalled (12 s)"; exit 1; }
     [ "$rc" = 0 ] || { echo "FAIL: nccl_ranks_test $job"; exit 1; }
     n=$(echo "$out" | sed -n 's/^rank 0 (nccl): \([0-9]*\) checks.*/\1/p')
     [ -z "$n" ] || checks="$checks $n"
