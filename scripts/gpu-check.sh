@@ -17,6 +17,8 @@ CARRY=${GPU_CHECK_CARRY:-$ROOT/.gpu-carry}
 BUILD=$ROOT/build-gpu
 BUILD_TORCH=$ROOT/build-gpu-torch  # made on the device: the extension needs its torch and Python
 PREBUILT_MARK=prebuilt.txt        # in build-gpu/: "root=<source dir it was built in> commit=<rev>"
+# How every build of the check is configured, here (--prepare) and on the device alike.
+GPU_CMAKE_FLAGS=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DMIXCCL_BUILD_TRAIN=OFF -DMIXCCL_WITH_OFI=OFF)
 # What the steps run from build-gpu/; --prepare builds them here so no device time goes on it.
 GPU_TARGETS=(mixccl mixccl-adaptor-nccl adaptor_nccl_tests adaptor_nccl_library_tests nccl_ranks_test all_gather_perf reduce_scatter_perf
              mixccl_nccl nccl_all_reduce_perf all_reduce_perf sendrecv_perf ucx_roof_perf mixcclrun)
@@ -158,8 +160,7 @@ build_here() {
   local dir=$1 inc=$1/nccl-include
   shift
   nccl_include_dir "$inc" || exit 1
-  cmake -S "$ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMIXCCL_BUILD_TRAIN=OFF \
-    -DMIXCCL_WITH_OFI=OFF -DMIXCCL_CUDA_INCLUDE_DIR=/usr/local/cuda/include \
+  cmake -S "$ROOT" -B "$dir" "${GPU_CMAKE_FLAGS[@]}" -DMIXCCL_CUDA_INCLUDE_DIR=/usr/local/cuda/include \
     -DMIXCCL_NCCL_INCLUDE_DIR="$inc" -DOPENSSL_ROOT_DIR="$CARRY/usr" \
     -DCMAKE_PREFIX_PATH="$CARRY/usr" -DGTest_DIR="$CARRY/usr/lib/x86_64-linux-gnu/cmake/GTest" \
     "${CMAKE_EXTRA[@]}" || { echo "FAIL: configure $dir"; exit 1; }
@@ -463,8 +464,8 @@ prebuild_main() {
   local build=$1 header_dir f
   header_dir=$(sed -n 's/^MIXCCL_NCCL_INCLUDE_DIR:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null)
   [ -f "$header_dir/nccl.h" ] || { echo "prebuild: no nccl.h in the build's MIXCCL_NCCL_INCLUDE_DIR '$header_dir'"; return 1; }
-  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMIXCCL_BUILD_TRAIN=OFF \
-    -DMIXCCL_WITH_TORCH=OFF -DMIXCCL_WITH_OFI=OFF -DMIXCCL_NCCL_INCLUDE_DIR="$header_dir" \
+  cmake -S "$ROOT" -B "$BUILD" "${GPU_CMAKE_FLAGS[@]}" -DMIXCCL_WITH_TORCH=OFF \
+    -DMIXCCL_NCCL_INCLUDE_DIR="$header_dir" \
     >"$BUILD.configure.log" 2>&1 || { cat "$BUILD.configure.log"; echo "prebuild: configure failed"; return 1; }
   ninja -C "$BUILD" "${GPU_TARGETS[@]}" >"$BUILD.build.log" 2>&1 ||
     { tail -40 "$BUILD.build.log"; echo "prebuild: build failed"; return 1; }
