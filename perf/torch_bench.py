@@ -3,10 +3,11 @@
 
     PYTHONPATH=build/python python3 perf/torch_bench.py [--ranks 2 4] [--max-bytes 64M]
 
-Variants (--backends, default all three): mixccl-socket is mixccl over TCP sockets
+Variants (--backends, default the first three): mixccl-socket is mixccl over TCP sockets
 (MIXCCL_NET=socket), the transport gloo uses on one host; gloo is torch's gloo backend (TCP);
 mixccl-shm is mixccl with its defaults, i.e. shared memory between ranks of one host, which gloo
-has no counterpart of. The ratio column compares like with like: mixccl-socket / gloo. Every
+has no counterpart of; mixccl-shm-noslots is mixccl-shm with MIXCCL_SHM_SLOT_BYTES=0 (every call
+through the shared-memory rings, none through the slots). The ratio column compares like with like: mixccl-socket / gloo. Every
 mixccl variant checks, from mixccl's INFO log of rank 0, that its pairs used the transport it
 names, and fails otherwise.
 
@@ -44,6 +45,9 @@ VARIANTS = {
     "mixccl-socket": ("mixccl", {"MIXCCL_NET": "socket"}, "socket"),
     "gloo": ("gloo", {}, None),
     "mixccl-shm": ("mixccl", {"MIXCCL_NET": "auto"}, "shm"),
+    # Shared memory without the slots that carry small collectives (docs/environment.md,
+    # MIXCCL_SHM_SLOT_BYTES): every call through the rings, as in a lazily connected job.
+    "mixccl-shm-noslots": ("mixccl", {"MIXCCL_NET": "auto", "MIXCCL_SHM_SLOT_BYTES": "0"}, "shm"),
 }
 LIKE_WITH_LIKE = ("mixccl-socket", "gloo")
 
@@ -211,7 +215,7 @@ def run(n, variant, sizes, iters, warmup, ops, tensors):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ranks", type=int, nargs="+", default=[2, 4])
-    ap.add_argument("--backends", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    ap.add_argument("--backends", nargs="+", default=list(VARIANTS)[:3], choices=list(VARIANTS))
     ap.add_argument("--min-bytes", default="1K")
     ap.add_argument("--max-bytes", default="64M")
     ap.add_argument("--iters", type=int, default=20)
