@@ -54,6 +54,8 @@ def parse(text):
             variants = re.findall(r"(\S+) busbw", line.replace("bytes", "bytes "))
             continue
         fields = line.split()
+        if line.startswith("#"):
+            continue
         if ranks and variants and len(fields) >= 2 + len(variants) and fields[1].isdigit():
             for v, bw in zip(variants, fields[2:2 + len(variants)]):
                 cells[(ranks, fields[0], int(fields[1]), v)] = float(bw)
