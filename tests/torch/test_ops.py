@@ -236,7 +236,15 @@ class TestMixcclOps(MixcclTestCase):
         # allreduce_coalesced packs the small tensors of each dtype into one mixccl call and runs
         # large ones alone (plugins/torch/csrc/coalesced.cc). Every element of every tensor has
         # its own value, so a tensor or an element landing in another's place fails.
-        self.init_pg()
+        # This job's ranks share one host and its shared-memory slots, where packing is off by
+        # default (test_packing_default_on_slots): forced on here.
+        os.environ["MIXCCL_TORCH_PACK_BYTES"] = "64K"
+        try:
+            self.init_pg()
+        finally:
+            os.environ.pop("MIXCCL_TORCH_PACK_BYTES", None)
+        self.assertEqual(self.mixccl_backend().pack_below_bytes, 64 << 10)
+        self.assertEqual(self.mixccl_backend().pack_why, "MIXCCL_TORCH_PACK_BYTES=65536")
         total = sum(range(1, self.world_size + 1))
 
         def base(k, shape, dtype):
@@ -264,6 +272,33 @@ class TestMixcclOps(MixcclTestCase):
         dist.all_reduce_coalesced(bits, op=R.BOR)
         self.assertEqual(bits[0].tolist(), [(1 << self.world_size) - 1] * 3)
         self.assertEqual(bits[1].tolist(), [7] * 2)
+        dist.destroy_process_group()
+
+    def test_packing_default_on_slots(self):
+        # Unset MIXCCL_TORCH_PACK_BYTES: a group whose small collectives run on shared-memory
+        # slots (this job: 3 ranks of one host) packs nothing (pack_plan.h, packBoundFor); the
+        # sockets and slot-less cases run in test_pack_default.py.
+        self.init_pg()
+        be = self.mixccl_backend()
+        slot = int(be.inspect("shm_slot_bytes"))
+        self.assertGreater(slot, 0)
+        self.assertEqual(be.pack_below_bytes, 0)
+        self.assertEqual(be.pack_why, f"default: small collectives on shared-memory slots of "
+                         f"{slot} bytes, one call per tensor")
+        ts = [torch.full((k + 2,), float(self.rank + k)) for k in range(3)]
+        before = be.mixccl_calls()
+        dist.all_reduce_coalesced(ts)
+        self.assertEqual(be.mixccl_calls() - before, 3)
+        for k, t in enumerate(ts):
+            self.assertEqual(t.tolist(), [float(sum(range(self.world_size)) +
+                                                self.world_size * k)] * (k + 2))
+        # A split group decides on its own communicator (here slots again) and keeps the
+        # parent's setting (none).
+        sub = dist.new_group([0, 1])
+        if self.rank < 2:
+            self.assertEqual(self.mixccl_backend(sub).pack_below_bytes, 0)
+        with self.assertRaisesRegex(RuntimeError, r"mixcclCommInspect: unknown key 'nosuch'"):
+            be.inspect("nosuch")
         dist.destroy_process_group()
 
     def coalesced_gathers(self, specs):
@@ -312,15 +347,14 @@ class TestMixcclOps(MixcclTestCase):
                 100 * k + 1000 * rank
 
         results = {}
-        for pack in ("default", "0"):
-            if pack == "0":
-                os.environ["MIXCCL_TORCH_PACK_BYTES"] = "0"
+        for pack in ("64K", "0"):  # forced: this one-host job packs nothing by default
+            os.environ["MIXCCL_TORCH_PACK_BYTES"] = pack
             try:
                 self.init_pg()
             finally:
                 os.environ.pop("MIXCCL_TORCH_PACK_BYTES", None)
-            packing = pack == "default"
-            self.assertEqual(self.mixccl_backend().pack_below_bytes, 128 << 10 if packing else 0)
+            packing = pack == "64K"
+            self.assertEqual(self.mixccl_backend().pack_below_bytes, 64 << 10 if packing else 0)
             gathered, calls = self.coalesced_gathers(gather_specs)
             self.assertEqual(calls, 1 if packing else len(gather_specs))
             gathered_big, calls = self.coalesced_gathers(gather_specs[:2] + big)
@@ -342,7 +376,7 @@ class TestMixcclOps(MixcclTestCase):
             results[pack] = (gathered, gathered_big, sums, maxes, ors, lists)
             dist.destroy_process_group()
         for name, packed, each in zip(("gathered", "gathered_big", "sums", "maxes", "ors",
-                                       "lists"), results["default"], results["0"]):
+                                       "lists"), results["64K"], results["0"]):
             for k, (a, b) in enumerate(zip(packed, each)):
                 if isinstance(a, list):
                     for r, (x, y) in enumerate(zip(a, b)):

@@ -8,13 +8,14 @@
 namespace mixccl_torch {
 
 MixcclBackend::MixcclBackend(c10::intrusive_ptr<c10d::Store> store, std::unique_ptr<Comm> comm,
-                             std::chrono::milliseconds timeout, size_t packBelowBytes,
-                             bool bySplit)
+                             std::chrono::milliseconds timeout,
+                             std::optional<size_t> packSetting, bool bySplit)
     : c10d::Backend(comm->rank(), comm->size()),
       store_(std::move(store)),
       comm_(std::move(comm)),
       timeout_(timeout),
-      packBelowBytes_(packBelowBytes),
+      packSetting_(packSetting),
+      pack_(packBoundFor(packSetting, comm_->shmSlotBytes())),
       bySplit_(bySplit),
       lanes_(std::make_unique<P2PLanes>(store_, comm_->rank(), timeout, comm_->deviceMemory())),
       worker_(std::make_unique<Worker>("mixccl-coll")) {}
@@ -27,10 +28,10 @@ c10::intrusive_ptr<MixcclBackend> MixcclBackend::create(
   TORCH_CHECK(size >= 1 && rank >= 0 && rank < size, "mixccl: rank ", rank,
               " is not in a group of size ", size);
   // Before the communicator: a bad value fails every rank alike, before any of them waits.
-  size_t packBelowBytes = packBelowBytesFromEnv();
+  std::optional<size_t> packSetting = packBelowBytesSetting();
   std::unique_ptr<Comm> comm =
       Comm::viaStore(*store, "mixccl/uid", rank, size, timeout, "torch");
-  return c10::make_intrusive<MixcclBackend>(store, std::move(comm), timeout, packBelowBytes);
+  return c10::make_intrusive<MixcclBackend>(store, std::move(comm), timeout, packSetting);
 }
 
 c10::intrusive_ptr<MixcclBackend> MixcclBackend::splitGroup(
@@ -41,7 +42,7 @@ c10::intrusive_ptr<MixcclBackend> MixcclBackend::splitGroup(
   // A split is a collective of this group: it runs in order with the others.
   worker_->runAndWait([&] { child = Comm::split(*comm_, member ? 0 : -1, key, timeout, "torch"); });
   if (!child) return nullptr;
-  return c10::make_intrusive<MixcclBackend>(store, std::move(child), timeout, packBelowBytes_,
+  return c10::make_intrusive<MixcclBackend>(store, std::move(child), timeout, packSetting_,
                                             true);
 }
 
@@ -191,6 +192,11 @@ namespace mixccl_torch {
 std::string MixcclBackend::adaptor() const {
   checkOpen("adaptor");
   return comm_->adaptor();
+}
+
+std::string MixcclBackend::inspect(const std::string& key) const {
+  checkOpen("inspect");
+  return comm_->inspect(key);
 }
 
 }  // namespace mixccl_torch

@@ -5,6 +5,7 @@
 
 #include "comm.h"
 #include "op_order.h"
+#include "pack_plan.h"
 #include "p2p_lanes.h"
 #include "worker.h"
 #include "work.h"
@@ -15,18 +16,22 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <optional>
+#include <string>
 
 namespace mixccl_torch {
 
 class MixcclBackend : public c10d::Backend {
  public:
-  // packBelowBytes: coalesced calls pack their tensors below it (pack_plan.h; 0: never).
+  // packSetting: MIXCCL_TORCH_PACK_BYTES as set when the first group was made; the bound of
+  // this group follows from it and this group's communicator (pack_plan.h, packBoundFor).
   MixcclBackend(c10::intrusive_ptr<c10d::Store> store, std::unique_ptr<Comm> comm,
-                std::chrono::milliseconds timeout, size_t packBelowBytes, bool bySplit = false);
+                std::chrono::milliseconds timeout, std::optional<size_t> packSetting,
+                bool bySplit = false);
   ~MixcclBackend() override;
 
   // A new communicator through the store (rank 0 publishes the unique id). Reads
-  // MIXCCL_TORCH_PACK_BYTES (pack_plan.h); groups split from it keep its value.
+  // MIXCCL_TORCH_PACK_BYTES (pack_plan.h); groups split from it keep its setting.
   static c10::intrusive_ptr<MixcclBackend> create(const c10::intrusive_ptr<c10d::Store>& store,
                                                   int rank, int size,
                                                   std::chrono::milliseconds timeout);
@@ -94,11 +99,14 @@ class MixcclBackend : public c10d::Backend {
 
   // For tests and the Python side.
   std::string adaptor() const;
+  // mixcclCommInspect on the group's communicator (docs/inspect.md).
+  std::string inspect(const std::string& key) const;
   size_t p2pLaneCount() { return lanes_ ? lanes_->laneCount() : 0; }
   int timeoutSeconds() const;
   // "split" (mixcclCommSplit of a parent group) or "store" (a new communicator).
   const char* formedBy() const { return bySplit_ ? "split" : "store"; }
-  size_t packBelowBytes() const { return packBelowBytes_; }
+  size_t packBelowBytes() const { return pack_.bytes; }
+  const std::string& packWhy() const { return pack_.why; }
   // Collective calls made on the group's communicator so far (Comm::collectiveCalls).
   uint64_t mixcclCalls() const { return comm_->collectiveCalls(); }
 
@@ -119,7 +127,8 @@ class MixcclBackend : public c10d::Backend {
   c10::intrusive_ptr<c10d::Store> store_;
   std::unique_ptr<Comm> comm_;
   std::chrono::milliseconds timeout_;
-  size_t packBelowBytes_;
+  std::optional<size_t> packSetting_;
+  PackBound pack_;
   bool bySplit_;
   std::atomic<uint64_t> seq_{0};
   std::atomic<bool> aborted_{false};

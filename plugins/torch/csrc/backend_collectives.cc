@@ -66,7 +66,7 @@ c10::intrusive_ptr<c10d::Work> MixcclBackend::allreduce_coalesced(
   for (const at::Tensor& t : tensors)
     hows.push_back(reductionFor(opts.reduceOp, t.scalar_type(), "allreduce_coalesced"));
   std::vector<at::Tensor> ts = tensors;
-  size_t packBelow = packBelowBytes_;
+  size_t packBelow = pack_.bytes;
   return enqueue(c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", tensors,
                  timeoutOr(opts.timeout), [ts, hows, packBelow](Comm& comm) {
                    runAllreduceCoalesced(comm, ts, hows, packBelow);
@@ -128,7 +128,7 @@ c10::intrusive_ptr<c10d::Work> MixcclBackend::allgather_coalesced(
   }
   std::vector<std::vector<at::Tensor>> outs = outputs;
   std::vector<at::Tensor> ins = inputs;
-  size_t packBelow = packBelowBytes_;
+  size_t packBelow = pack_.bytes;
   return enqueue(c10d::OpType::ALLGATHER_COALESCED, "allgather_coalesced", all,
                  timeoutOr(opts.timeout), [outs, ins, packBelow](Comm& comm) {
                    runAllgatherCoalesced(comm, outs, ins, packBelow);
@@ -144,7 +144,7 @@ c10::intrusive_ptr<c10d::Work> MixcclBackend::allgather_into_tensor_coalesced(
     checkMatches(outputs[i], inputs[i].scalar_type(), inputs[i].numel() * size_,
                  "all_gather_into_tensor_coalesced", "an output");
   std::vector<at::Tensor> outs = outputs, ins = inputs;
-  size_t packBelow = packBelowBytes_;
+  size_t packBelow = pack_.bytes;
   return enqueue(c10d::OpType::COALESCED, "all_gather_into_tensor_coalesced", outputs,
                  timeoutOr(opts.timeout), [outs, ins, packBelow](Comm& comm) {
                    runAllgatherIntoTensorCoalesced(comm, outs, ins, packBelow);
@@ -241,7 +241,7 @@ c10::intrusive_ptr<c10d::Work> MixcclBackend::reduce_scatter_tensor_coalesced(
                                 "reduce_scatter_tensor_coalesced"));
   }
   std::vector<at::Tensor> outs = outputs, ins = inputs;
-  size_t packBelow = packBelowBytes_;
+  size_t packBelow = pack_.bytes;
   return enqueue(c10d::OpType::COALESCED, "reduce_scatter_tensor_coalesced", outputs,
                  timeoutOr(opts.timeout), [outs, ins, hows, packBelow](Comm& comm) {
                    runReduceScatterCoalesced(comm, outs, ins, hows, packBelow);

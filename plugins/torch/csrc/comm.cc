@@ -118,11 +118,17 @@ std::string Comm::memory() const {
   return value;
 }
 
-std::string Comm::adaptor() const {
-  char value[64] = {0};
-  std::string key = "adaptor." + std::to_string(rank_);
-  check(mixcclCommInspect(comm_, key.c_str(), value, sizeof(value)), "inspect");
+std::string Comm::inspect(const std::string& key) const {
+  // Room for every value (docs/inspect.md): the longest, "domains", takes a number and a comma
+  // per rank, "tuning" under 1 KiB.
+  std::string value(std::max<size_t>(1024, size_t(size_) * 12 + 1), '\0');
+  check(mixcclCommInspect(comm_, key.c_str(), &value[0], value.size()), "inspect");
+  value.resize(std::strlen(value.c_str()));
   return value;
 }
+
+size_t Comm::shmSlotBytes() const { return std::stoull(inspect("shm_slot_bytes")); }
+
+std::string Comm::adaptor() const { return inspect("adaptor." + std::to_string(rank_)); }
 
 }  // namespace mixccl_torch

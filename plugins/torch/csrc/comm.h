@@ -46,10 +46,15 @@ class Comm {
   uint64_t collectiveCalls() const { return collectiveCalls_.load(); }
   // From any thread: every call blocked on this communicator returns with an error soon after.
   void abort();
+  // mixcclCommInspect(key): what mixccl chose for this communicator (docs/inspect.md).
+  std::string inspect(const std::string& key) const;
   // The adaptor this rank uses ("host", "gloo", ...).
   std::string adaptor() const;
   // Where its buffers live: "host" or "device".
   std::string memory() const;
+  // The data bytes of each shared-memory slot, 0 without slots (agreed over the ranks at init:
+  // mixcclCommInspect key shm_slot_bytes).
+  size_t shmSlotBytes() const;
   // memory() == "device", asked once.
   bool deviceMemory() const { return deviceMemory_; }
 

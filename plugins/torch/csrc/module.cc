@@ -16,6 +16,9 @@ PYBIND11_MODULE(_torch_backend, m) {
   py::class_<MixcclBackend, c10d::Backend, c10::intrusive_ptr<MixcclBackend>>(m, "MixcclBackend")
       .def_property_readonly("adaptor", &MixcclBackend::adaptor,
                              "This rank's mixccl device adaptor (\"host\", \"gloo\", ...)")
+      .def("inspect", &MixcclBackend::inspect, py::arg("key"),
+           "mixcclCommInspect(key) on the group's communicator: what mixccl chose "
+           "(transport.<peer>, algo.allreduce.<bytes>, shm_slot_bytes, ...; docs/inspect.md)")
       .def_property_readonly("timeout_seconds", &MixcclBackend::timeoutSeconds,
                              "The communicator's timeout: every wait is bounded by it")
       .def_property_readonly("formed_by", &MixcclBackend::formedBy,
@@ -24,7 +27,10 @@ PYBIND11_MODULE(_torch_backend, m) {
            "Point-to-point lanes (peer, direction, tag) in use")
       .def_property_readonly("pack_below_bytes", &MixcclBackend::packBelowBytes,
                              "Coalesced calls pack their tensors below this many bytes into "
-                             "one mixccl call (MIXCCL_TORCH_PACK_BYTES; 0: never)")
+                             "one mixccl call (MIXCCL_TORCH_PACK_BYTES, else chosen by the "
+                             "communicator: 0 on shared-memory slots; 0: never)")
+      .def_property_readonly("pack_why", &MixcclBackend::packWhy,
+                             "What decided pack_below_bytes")
       .def("mixccl_calls", &MixcclBackend::mixcclCalls,
            "Collective calls made on the group's communicator so far")
       .def(

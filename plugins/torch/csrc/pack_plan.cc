@@ -8,9 +8,9 @@
 
 namespace mixccl_torch {
 
-size_t packBelowBytesFromEnv() {
+std::optional<size_t> packBelowBytesSetting() {
   const char* raw = std::getenv("MIXCCL_TORCH_PACK_BYTES");
-  if (!raw || !*raw) return kDefaultPackBelowBytes;  // unset or empty, as mixccl's own
+  if (!raw || !*raw) return std::nullopt;  // unset or empty, as mixccl's own
   std::string text(raw);
   size_t unit = 1;
   if (!text.empty() && (text.back() == 'K' || text.back() == 'k')) unit = size_t(1) << 10;
@@ -23,6 +23,15 @@ size_t packBelowBytesFromEnv() {
   TORCH_CHECK(valid, "mixccl: MIXCCL_TORCH_PACK_BYTES=", text, " is not a byte count (a decimal "
               "number, optionally with K or M; 0 turns packing off)");
   return std::stoull(digits) * unit;
+}
+
+PackBound packBoundFor(const std::optional<size_t>& setting, size_t shmSlotBytes) {
+  if (setting) return {*setting, "MIXCCL_TORCH_PACK_BYTES=" + std::to_string(*setting)};
+  if (shmSlotBytes > 0)
+    return {0, "default: small collectives on shared-memory slots of " +
+                   std::to_string(shmSlotBytes) + " bytes, one call per tensor"};
+  return {kDefaultPackBelowBytes, "default: no shared-memory slots, pack below " +
+                                      std::to_string(kDefaultPackBelowBytes) + " bytes"};
 }
 
 PackPlan planPacking(const std::vector<PackCandidate>& candidates, size_t packBelowBytes) {

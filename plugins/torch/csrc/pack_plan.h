@@ -5,24 +5,37 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace mixccl_torch {
 
 // Below this many bytes (the whole buffer the call moves) a tensor's own mixccl call costs more
-// than copying it into and out of a packed buffer: every call pays its argument checks, its
-// call stamp and the hand-off to the progress thread, and each step of its algorithm a round
-// trip between the ranks. Measured with perf/torch_bench.py --ops all_reduce_coalesced over
-// sockets, 2 ranks (docs/pytorch.md, "Coalesced calls"): 64 tensors of 1-64 KiB ran 2.7-14.5x
-// faster packed, 16 of 128 KiB 0.56x and 4 of 16 MiB 0.39x (the two copies cost more than the
-// calls they save). Over shared memory, where a small call is cheap, packing measured slower in
-// most cases (docs/pytorch.md); the bound applies on every transport all the same.
-constexpr size_t kDefaultPackBelowBytes = size_t(128) << 10;
+// than copying it into and out of a packed buffer, where calls are dear: over sockets every
+// call pays its argument checks, its call stamp, the hand-off to the progress thread and a round
+// trip between the ranks per step of its algorithm. Measured with perf/torch_pack_ab.py
+// (docs/pytorch.md, "Coalesced calls"; 3 interleaved rounds, 2 and 4 ranks, 64 tensors): over
+// sockets packing was 1.10-3.60x faster at 1-16 KiB per tensor in every cell, 0.44-1.02x at 64
+// KiB, so the bound lies between.
+constexpr size_t kDefaultPackBelowBytes = size_t(64) << 10;
 
-// MIXCCL_TORCH_PACK_BYTES: the bound in bytes (decimal, or with a K or M suffix); 0 packs
-// nothing (one mixccl call per tensor). Unset or empty: kDefaultPackBelowBytes. Anything else
-// throws "mixccl: MIXCCL_TORCH_PACK_BYTES=<value> is not a byte count ...".
-size_t packBelowBytesFromEnv();
+// MIXCCL_TORCH_PACK_BYTES as set: the bound in bytes (decimal, or with a K or M suffix); 0 packs
+// nothing (one mixccl call per tensor). Unset or empty: nullopt (packBoundFor chooses). Anything
+// else throws "mixccl: MIXCCL_TORCH_PACK_BYTES=<value> is not a byte count ...".
+std::optional<size_t> packBelowBytesSetting();
+
+struct PackBound {
+  size_t bytes;     // coalesced calls pack their tensors below it; 0: never
+  std::string why;  // what decided it, for the backend's pack_why
+};
+
+// The bound of one group's communicator: the setting where there is one. Otherwise none where
+// the communicator's small collectives run on shared-memory slots (shmSlotBytes > 0: one host,
+// every pair on shared memory), where packing measured slower in every cell (0.28-0.85x);
+// kDefaultPackBelowBytes elsewhere. shmSlotBytes is agreed over the communicator's
+// ranks at init, so every rank of a group chooses alike and their calls match.
+PackBound packBoundFor(const std::optional<size_t>& setting, size_t shmSlotBytes);
 
 struct PackCandidate {
   size_t bytes;   // the whole buffer its call moves (an AllGather's output, a ReduceScatter's
