@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config libssl-dev libgtest-dev nlohmann-json3-dev libhwloc-dev libopenblas-dev
           libgloo-dev libopenmpi-dev openmpi-bin python3 python3-matplotlib iproute2
-          libucx-dev ucx-utils libfabric-dev libfabric-bin libibverbs-dev librdmacm-dev ccache)
+          libucx-dev ucx-utils libfabric-dev libfabric-bin libibverbs-dev librdmacm-dev ccache
+          slurmctld slurmd slurm-client)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

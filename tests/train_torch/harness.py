@@ -49,10 +49,25 @@ def mixcclrun(mixcclrun_path, adaptors, plan, spec, steps, report, extra=()):
                 *train_args(spec, steps, report, ["--plan", plan, *extra])])
 
 
+def srun(plan, nranks, spec, steps, report, extra=()):
+    """Under Slurm's srun (tests/slurm/local_slurm.py provides a cluster): ranks from SLURM_PROCID
+    and SLURM_NTASKS, the store at MASTER_ADDR:MASTER_PORT as torchrun's."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return run(["srun", "--ntasks", str(nranks), "--kill-on-bad-exit=1",
+                f"--export=ALL,MASTER_ADDR=127.0.0.1,MASTER_PORT={port}", sys.executable,
+                *train_args(spec, steps, report, ["--plan", plan, *extra])])
+
+
 def launch(launcher, plan, nranks, spec, steps, report, extra=()):
-    """launcher: ["torchrun"] or ["mixcclrun", PATH, ADAPTORS] (one adaptor list per rank)."""
+    """launcher: ["torchrun"], ["srun"] or ["mixcclrun", PATH, ADAPTORS] (one adaptor list per
+    rank)."""
     if launcher[0] == "torchrun":
         return torchrun(plan, nranks, spec, steps, report, extra)
+    if launcher[0] == "srun":
+        return srun(plan, nranks, spec, steps, report, extra)
     return mixcclrun(launcher[1], launcher[2], plan, spec, steps, report, extra)
 
 

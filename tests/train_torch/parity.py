@@ -1,7 +1,7 @@
 """A plan's fp32 losses equal the single-process run's (same seed, data, global batch and
 micro-batch count): relative difference <= 1e-5 at every step.
 
-  parity.py SPEC PLAN NRANKS STEPS torchrun | mixcclrun PATH ADAPTORS
+  parity.py SPEC PLAN NRANKS STEPS torchrun | srun | mixcclrun PATH ADAPTORS
 
 Environment (the GPU check, docs/gpu.md): PARITY_PLAN_ARGS, more arguments for the plan's run
 (say `--device-map fast=cuda`); PARITY_BOUND, the bound instead of 1e-5 (bf16 on a GPU rank);
