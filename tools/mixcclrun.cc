@@ -306,6 +306,7 @@ int main(int argc, char** argv) {
   const double start = now();
   int running = opt.np;
   int failedRank = -1;        // first rank that failed on its own
+  std::vector<int> lostRanks;  // --keep-going: the ranks that failed while others went on
   int userSignal = 0;         // last signal forwarded from the user
   bool terminating = false;   // SIGTERM sent to the survivors
   bool killed = false;        // SIGKILL sent
@@ -395,7 +396,12 @@ int main(int argc, char** argv) {
         ranks[r].running = false;
         ranks[r].status = status;
         --running;
-        if (failed(status) && !terminating && failedRank < 0) {
+        if (failed(status) && !terminating && opt.keepGoing) {
+          // The job decides whether it can go on without the rank (it shrinks, docs/reliability.md).
+          lostRanks.push_back(r);
+          std::fprintf(stderr, "%s: rank %d (pid %d) %s; the others go on (--keep-going)\n",
+                       kProg, r, static_cast<int>(pid), describe(status).c_str());
+        } else if (failed(status) && !terminating && failedRank < 0) {
           failedRank = r;
           std::fprintf(stderr, "%s: rank %d (pid %d) %s; terminating the other ranks\n", kProg, r,
                        static_cast<int>(pid), describe(status).c_str());
@@ -421,6 +427,15 @@ int main(int argc, char** argv) {
     for (Stream* s : {&rk.out, &rk.err}) {
       if (s->fd >= 0) close(s->fd);
     }
+  }
+  if (!lostRanks.empty() && failedRank < 0 && !timedOut && userSignal == 0) {
+    bool finished = false;  // some rank completed: the job went on without the lost ones
+    for (const Rank& rk : ranks) finished = finished || !failed(rk.status);
+    std::string lost;
+    for (int r : lostRanks) lost += (lost.empty() ? "" : ", ") + std::to_string(r);
+    std::fprintf(stderr, "%s: --keep-going: lost rank(s) %s; %s\n", kProg, lost.c_str(),
+                 finished ? "the others completed" : "no rank completed");
+    if (!finished) failedRank = lostRanks.front();
   }
   if (failedRank >= 0) {
     int st = ranks[failedRank].status;

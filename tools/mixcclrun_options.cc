@@ -24,6 +24,8 @@ void usage(FILE* f) {
       "  -x VAR=VAL | -x VAR    set VAR for every rank (VAR alone: require it is set)\n"
       "  --grace SECONDS        wait before SIGKILL after SIGTERM (default 3)\n"
       "  --timeout SECONDS      kill the job after this long, exit 124 (default: none)\n"
+      "  --keep-going           a rank that fails is reported and the others go on (a job\n"
+      "                         that survives lost ranks); exit 0 when some rank exited 0\n"
       "  --no-prefix            do not prefix output lines with [rank]\n"
       "  --bind-to auto|core|none  auto (default): each rank on its own core when there are\n"
       "                         at least as many cores as ranks, else unbound; core: always\n"
@@ -135,6 +137,8 @@ Options parseArgs(int argc, char** argv) {
     } else if (a == "--bind-to") {
       std::string v = need(a);
       if (!parseBindMode(v, &o.bind)) die("invalid --bind-to '" + v + "' (auto, core or none)");
+    } else if (a == "--keep-going") {
+      o.keepGoing = true;
     } else if (a == "--no-prefix") {
       o.prefix = false;
     } else if (a == "-h" || a == "--help") {

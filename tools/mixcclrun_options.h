@@ -21,6 +21,8 @@ struct Options {
   double graceS = 3.0;
   double timeoutS = 0.0;
   bool prefix = true;
+  // --keep-going: a failed rank does not end the others (a job that survives lost ranks).
+  bool keepGoing = false;
   BindMode bind = BindMode::Auto;  // --bind-to
   std::vector<std::string> command;
 };

@@ -9,14 +9,14 @@ namespace mixccl_torch {
 
 MixcclBackend::MixcclBackend(c10::intrusive_ptr<c10d::Store> store, std::unique_ptr<Comm> comm,
                              std::chrono::milliseconds timeout,
-                             std::optional<size_t> packSetting, bool bySplit)
+                             std::optional<size_t> packSetting, const char* formedBy)
     : c10d::Backend(comm->rank(), comm->size()),
       store_(std::move(store)),
       comm_(std::move(comm)),
       timeout_(timeout),
       packSetting_(packSetting),
       pack_(packBoundFor(packSetting, comm_->shmSlotBytes())),
-      bySplit_(bySplit),
+      formedBy_(formedBy),
       lanes_(std::make_unique<P2PLanes>(store_, comm_->rank(), timeout, comm_->deviceMemory())),
       worker_(std::make_unique<Worker>("mixccl-coll")) {}
 
@@ -43,7 +43,7 @@ c10::intrusive_ptr<MixcclBackend> MixcclBackend::splitGroup(
   worker_->runAndWait([&] { child = Comm::split(*comm_, member ? 0 : -1, key, timeout, "torch"); });
   if (!child) return nullptr;
   return c10::make_intrusive<MixcclBackend>(store, std::move(child), timeout, packSetting_,
-                                            true);
+                                            "split");
 }
 
 int MixcclBackend::timeoutSeconds() const { return mixccl_torch::timeoutSeconds(timeout_); }

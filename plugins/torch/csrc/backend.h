@@ -27,7 +27,7 @@ class MixcclBackend : public c10d::Backend {
   // this group follows from it and this group's communicator (pack_plan.h, packBoundFor).
   MixcclBackend(c10::intrusive_ptr<c10d::Store> store, std::unique_ptr<Comm> comm,
                 std::chrono::milliseconds timeout, std::optional<size_t> packSetting,
-                bool bySplit = false);
+                const char* formedBy = "store");
   ~MixcclBackend() override;
 
   // A new communicator through the store (rank 0 publishes the unique id). Reads
@@ -41,8 +41,18 @@ class MixcclBackend : public c10d::Backend {
                                                bool member, int key,
                                                std::chrono::milliseconds timeout);
 
+  // torch.distributed.shrink_group (backend_shrink.cc): a new group of this group's ranks
+  // but the excluded ones, by mixcclCommShrink. Every surviving rank calls it with the same
+  // list. SHRINK_ABORT (1) gives this group up first (after a peer failed; its calls then fail
+  // and it can only be destroyed); SHRINK_DEFAULT (0) needs it healthy and runs in order with
+  // its collectives. opts: a timeout for the new group (default: this group's).
+  c10::intrusive_ptr<c10d::Backend> shrink(
+      const std::vector<int64_t>& ranksToExclude, int shrinkFlags,
+      const c10::intrusive_ptr<c10d::Backend::Options>& opts) override;
+
   const std::string getBackendName() const override { return "mixccl"; }
   bool supportsSplitting() const override { return true; }
+  bool supportsShrinking() const override { return true; }
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
                                            const c10d::BroadcastOptions& opts) override;
@@ -103,8 +113,9 @@ class MixcclBackend : public c10d::Backend {
   std::string inspect(const std::string& key) const;
   size_t p2pLaneCount() { return lanes_ ? lanes_->laneCount() : 0; }
   int timeoutSeconds() const;
-  // "split" (mixcclCommSplit of a parent group) or "store" (a new communicator).
-  const char* formedBy() const { return bySplit_ ? "split" : "store"; }
+  // "split" (mixcclCommSplit of a parent group), "shrink" (mixcclCommShrink of one) or "store"
+  // (a new communicator).
+  const char* formedBy() const { return formedBy_; }
   size_t packBelowBytes() const { return pack_.bytes; }
   const std::string& packWhy() const { return pack_.why; }
   // Collective calls made on the group's communicator so far (Comm::collectiveCalls).
@@ -129,8 +140,9 @@ class MixcclBackend : public c10d::Backend {
   std::chrono::milliseconds timeout_;
   std::optional<size_t> packSetting_;
   PackBound pack_;
-  bool bySplit_;
+  const char* formedBy_;
   std::atomic<uint64_t> seq_{0};
+  int shrinks_ = 0;  // shrinks started from this group: each new group's store prefix
   std::atomic<bool> aborted_{false};
   std::atomic<bool> shutDown_{false};
   std::unique_ptr<P2PLanes> lanes_;

@@ -91,6 +91,19 @@ std::unique_ptr<Comm> Comm::split(Comm& parent, int color, int key,
   return std::unique_ptr<Comm>(new Comm(child, rank, size));
 }
 
+std::unique_ptr<Comm> Comm::shrink(Comm& parent, const std::vector<int>& excluded, int flags,
+                                   std::chrono::milliseconds timeout, const std::string& name) {
+  mixcclConfig_t cfg = configFor(timeout, name);
+  mixcclComm_t child = nullptr;
+  parent.check(mixcclCommShrink(parent.comm_, excluded.data(), static_cast<int>(excluded.size()),
+                                &child, &cfg, flags),
+               "shrink");
+  int rank = 0, size = 0;
+  mixcclCommUserRank(child, &rank);
+  mixcclCommCount(child, &size);
+  return std::unique_ptr<Comm>(new Comm(child, rank, size));
+}
+
 Comm::Comm(mixcclComm_t comm, int rank, int size) : comm_(comm), rank_(rank), size_(size) {
   // Asked here without throwing, so that a failure cannot leak the communicator: an adaptor
   // that cannot say is taken as host memory, as the host adaptor's.

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace mixccl_torch {
 
@@ -26,6 +27,11 @@ class Comm {
   // (returns nullptr).
   static std::unique_ptr<Comm> split(Comm& parent, int color, int key,
                                      std::chrono::milliseconds timeout, const std::string& name);
+  // mixcclCommShrink of parent without the excluded ranks (parent's ranks): every surviving
+  // rank calls it with the same list. flags: MIXCCL_SHRINK_DEFAULT (parent healthy, stays
+  // usable) or MIXCCL_SHRINK_ABORT (parent's work stopped first; it can then only be freed).
+  static std::unique_ptr<Comm> shrink(Comm& parent, const std::vector<int>& excluded, int flags,
+                                      std::chrono::milliseconds timeout, const std::string& name);
 
   ~Comm();
   Comm(const Comm&) = delete;
