@@ -38,6 +38,9 @@ def parser():
     p.add_argument("--checkpoint", help="folder: save every rank's state at the end")
     p.add_argument("--checkpoint-every", type=int, default=0)
     p.add_argument("--resume", help="folder of a checkpoint of the same plan")
+    p.add_argument("--survive", metavar="DIR", help="survive lost ranks: shrink, re-plan with "
+                   "mixccl-plan for --cluster's devices left, go on; each recovery's plan and "
+                   "state go to DIR/recovery-K (docs/reliability.md)")
     p.add_argument("--model-module", help="FILE.py:FUNCTION building your own model's parts "
                    "(docs/training.md, 'Your own model')")
     p.add_argument("--quiet", action="store_true", help="no per-step lines")

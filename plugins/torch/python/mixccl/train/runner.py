@@ -14,7 +14,7 @@ from .data import TokenData
 from .devices import device_kind, load_cluster, local_device, parse_device_map
 from .grad_sync import GradientSync
 from .model import build_llama_parts, weight_decays
-from .pipeline import StageRunner, wait_for
+from .pipeline import PeerFailed, StageRunner, wait_for
 from .plan import Plan, Stage, load_plan, rank_of, role_of_rank
 from .report import Report
 from .spec import InputError
@@ -102,10 +102,25 @@ class Trainer:
         self.data.check(spec)
         if self.distributed:
             self.store_file = init_process_group(self.rank, self.world, args.timeout)
-        ro = self.role
-        factory = parts_factory or (lambda f, l, e, h: build_llama_parts(spec, f, l, e, h, args.seed))
+        self.parts_factory = parts_factory or (
+            lambda f, l, e, h: build_llama_parts(spec, f, l, e, h, args.seed))
+        if self.distributed and args.survive:
+            from .survive import announce_process
+            announce_process(self)
+        self.build_rank()
+        self.step = 0
+        if args.resume:
+            self.load_checkpoint(args.resume)
+        self.report = Report(args, spec, self.plan if self.distributed else None, self.world,
+                             self.rank)
+
+    def build_rank(self):
+        """This rank's share of self.plan as self.role: its layers, the lanes to its pipeline
+        neighbours, its gradient groups and its optimizer (again after a recovery, survive.py)."""
+        ro, spec, args = self.role, self.spec, self.args
         torch.manual_seed(args.seed)
-        self.parts = factory(ro.first_layer, ro.last_layer, ro.has_embedding, ro.has_head)
+        self.parts = self.parts_factory(ro.first_layer, ro.last_layer, ro.has_embedding,
+                                        ro.has_head)
         self.parts.to(self.device)
         g, rep, s = ro.group, ro.replica, ro.stage
         prev_rank = rank_of(self.plan, g, rep, s - 1) if s > 0 else None
@@ -121,11 +136,6 @@ class Trainer:
             [{"params": [p for p in params if weight_decays(p)], "weight_decay": args.weight_decay},
              {"params": [p for p in params if not weight_decays(p)], "weight_decay": 0.0}],
             lr=args.lr, betas=(0.9, 0.95), eps=1e-8, foreach=False)
-        self.step = 0
-        if args.resume:
-            self.load_checkpoint(args.resume)
-        self.report = Report(args, spec, self.plan if self.distributed else None, self.world,
-                             self.rank)
 
     # Checkpoints: one file per rank (its stage's weights, its AdamW state, the step: the data
     # position is a function of the step).
@@ -195,7 +205,15 @@ class Trainer:
     def train(self):
         a = self.args
         while self.step < a.steps:
-            self.train_step()
+            try:
+                self.step_started = time.perf_counter()  # survive.py counts the time lost from it
+                self.train_step()
+            except (PeerFailed, dist.DistError) as e:
+                if not (self.distributed and a.survive):
+                    raise
+                from .survive import recover
+                recover(self, e)  # the survivors go on from the step that failed
+                continue
             if a.checkpoint and a.checkpoint_every and self.step % a.checkpoint_every == 0:
                 self.save_checkpoint(a.checkpoint)
         if a.checkpoint:

@@ -1,0 +1,66 @@
+"""`--survive DIR`: a job that loses ranks goes on (docs/reliability.md, "Training that
+survives"). On a failed step every survivor: agrees with the others on the lost ranks
+(survive_members.py), shrinks the world with torch.distributed.shrink_group (which gives up the
+old world and every group made from it), re-plans for the devices left with mixccl-plan
+(survive_plan.py), builds its new stage and groups, takes the state from the survivors
+(survive_state.py), writes DIR/recovery-K/ (the plan, the cluster spec it was made for, and a
+checkpoint of the state it goes on from, resumable with --plan and --resume), and repeats the
+step that failed."""
+import os
+import time
+
+import torch.distributed as dist
+from torch.distributed.distributed_c10d import SHRINK_ABORT
+
+from .plan import role_of_rank
+from .spec import InputError
+from .survive_members import agree_on_survivors, announce
+from .survive_plan import replan
+from .survive_state import held_state, take_state
+
+
+def announce_process(trainer):
+    """At start: refuse what recovery would lack, and record this rank's process."""
+    if not trainer.args.cluster:
+        raise InputError("--survive needs --cluster CLUSTER.json: the planner re-plans for the "
+                         "devices left")
+    from .plan_and_run import find_planner
+    find_planner(trainer.args.planner)
+    announce(trainer.rank)
+
+
+def recover(trainer, error):
+    a = trainer.args
+    failed_at = time.perf_counter()
+    epoch = getattr(trainer, "recoveries", 0)
+    old_rank, old_plan = trainer.rank, trainer.plan
+    lost, steps = agree_on_survivors(epoch, old_rank, trainer.world, trainer.step, a.timeout)
+    agreed = time.perf_counter()
+    survivors = sorted(steps)
+    device_types = [role_of_rank(old_plan, r).device_type for r in survivors]
+    world = dist.shrink_group(lost, shrink_flags=SHRINK_ABORT)
+    trainer.rank, trainer.world = world.rank(), world.size()
+    shrunk = time.perf_counter()
+    out_dir = os.path.join(a.survive, f"recovery-{epoch + 1}")
+    plan, plan_path = replan(a, device_types, out_dir, trainer.rank)
+    planned = time.perf_counter()
+    held = held_state(trainer.parts, trainer.optimizer)
+    trainer.plan, trainer.role = plan, role_of_rank(plan, trainer.rank)
+    trainer.build_rank()
+    trainer.step = take_state(trainer, held, steps[old_rank])
+    trainer.save_checkpoint(out_dir)
+    dist.barrier()  # every survivor's checkpoint is written before any goes on
+    done = time.perf_counter()
+    trainer.recoveries = epoch + 1
+    rep = trainer.report
+    rep.world, rep.plan, rep.plan_origin, rep.is_rank0 = trainer.world, plan, plan_path, trainer.rank == 0
+    # Time lost: the failed step's work until the error, and the recovery.
+    lost_s = done - getattr(trainer, "step_started", failed_at)
+    if trainer.rank == 0:
+        print(f"mixccl.train: lost rank(s) {','.join(map(str, lost))} in step {trainer.step + 1}: "
+              f"{trainer.world} ranks go on with {plan_path} "
+              f"(micro-batches {','.join(str(role_of_rank(plan, r).micro_batch) for r in range(trainer.world))})"
+              f"; recovery {done - failed_at:.2f} s (agree {agreed - failed_at:.2f}, shrink "
+              f"{shrunk - agreed:.2f}, re-plan {planned - shrunk:.2f}, state and groups "
+              f"{done - planned:.2f}), time lost {lost_s:.2f} s; the error: {error}",
+              flush=True)

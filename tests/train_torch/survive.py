@@ -1,0 +1,107 @@
+"""A job that loses a replica finishes (--survive): 4 one-stage replicas (micro-batches 3, 3, 1,
+1 on device types fast, fast, slow, slow; host and gloo adaptors) under `mixcclrun
+--keep-going`; rank 3 is killed with SIGKILL once rank 0 has printed step K. The survivors
+shrink, re-plan with mixccl-plan for fast, fast, slow, take the state from the surviving
+replicas and finish. Then a run of the survivors' plan started from the state they went on from
+(the recovery's checkpoint) must give the same losses, within fp32 rounding.
+
+  survive.py SPEC PLAN CLUSTER STEPS K MIXCCLRUN PLANNER ADAPTORS REFERENCE_ADAPTORS"""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import harness
+
+
+def rank_pid(launcher_pid, rank):
+    """The pid of the launcher's child that runs `rank` (MIXCCL_RANK in its environment)."""
+    with open(f"/proc/{launcher_pid}/task/{launcher_pid}/children") as f:
+        for pid in f.read().split():
+            try:
+                with open(f"/proc/{pid}/environ", "rb") as e:
+                    if f"MIXCCL_RANK={rank}".encode() in e.read().split(b"\0"):
+                        return int(pid)
+            except OSError:
+                pass
+    return None
+
+
+def main():
+    (spec, plan, cluster, steps, kill_after, mixcclrun, planner, adaptors,
+     ref_adaptors) = sys.argv[1:10]
+    steps, kill_after = int(steps), int(kill_after)
+    tmp = harness.workdir()
+    try:
+        survive_dir = os.path.join(tmp, "survive")
+        report = os.path.join(tmp, "job.json")
+        cmd = [mixcclrun, "--keep-going", "--adaptors", adaptors, sys.executable, "-m",
+               "mixccl.train", "--model-spec", spec, "--plan", plan, "--cluster", cluster,
+               "--survive", survive_dir, "--planner", planner, "--steps", str(steps),
+               "--threads", "1", "--timeout", "20", "--report", report]
+        job = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               start_new_session=True)
+        out = []
+        killed_at = None
+        # A job that hangs is killed (its output then ends, which ends the loop below).
+        watchdog = threading.Timer(harness.TIMEOUT_S, os.killpg, (job.pid, signal.SIGKILL))
+        watchdog.start()
+        try:
+            for line in job.stdout:
+                out.append(line)
+                sys.stdout.write(line)
+                if killed_at is None and re.match(rf"\[0\] step +{kill_after}/", line):
+                    os.kill(rank_pid(job.pid, 3), signal.SIGKILL)
+                    killed_at = time.monotonic()
+            job.wait()
+        finally:
+            watchdog.cancel()
+        text = "".join(out)
+        recovered = re.search(r"\[0\] mixccl.train: lost rank\(s\) 3 in step (\d+): 3 ranks go on "
+                              r"with \S+ \(micro-batches ([0-9,]+)\); recovery ([0-9.]+) s", text)
+        if job.returncode != 0 or killed_at is None or not recovered:
+            print(f"survive: the job exited {job.returncode}, killed {killed_at is not None}, "
+                  f"recovery line {'found' if recovered else 'missing'}")
+            return 1
+        failed_step = int(recovered.group(1))
+        ref_report = os.path.join(tmp, "reference.json")
+        rc, _ = harness.run([mixcclrun, "--adaptors", ref_adaptors, sys.executable, "-m",
+                             "mixccl.train", "--model-spec", spec, "--plan",
+                             os.path.join(survive_dir, "recovery-1", "plan.json"),
+                             "--resume", os.path.join(survive_dir, "recovery-1"), "--steps",
+                             str(steps), "--threads", "1", "--timeout", "20", "--quiet",
+                             "--report", ref_report])
+        if rc != 0:
+            print(f"survive: the reference run exited {rc}")
+            return 1
+        with open(report) as f:
+            job_steps = {s["step"]: s["loss"] for s in json.load(f)["steps"]}
+        with open(ref_report) as f:
+            ref_steps = {s["step"]: s["loss"] for s in json.load(f)["steps"]}
+        after = list(range(failed_step, steps + 1))
+        worst = 0.0
+        for s in after:
+            a, b = job_steps.get(s), ref_steps.get(s)
+            print(f"step {s}: survivors {a!r} reference {b!r}")
+            if a is None or b is None:
+                print(f"survive: step {s} missing")
+                return 1
+            worst = max(worst, abs(a - b) / abs(b))
+        missing = [s for s in range(1, steps + 1) if s not in job_steps]
+        ok = worst <= 1e-6 and not missing and sorted(ref_steps) == after
+        print(f"survive: rank 3 lost in step {failed_step} of {steps}, micro-batches "
+              f"{recovered.group(2)} after re-planning, recovery {recovered.group(3)} s; steps "
+              f"{failed_step}-{steps} of the survivors against the reference: largest relative "
+              f"difference {worst:.1e} {'<=' if worst <= 1e-6 else '>'} 1e-06, steps missing "
+              f"{missing}")
+        return 0 if ok else 1
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+sys.exit(main())
