@@ -39,6 +39,11 @@ class Refusals(unittest.TestCase):
         with open(PLAN) as f:
             return json.load(f)
 
+    def test_survive_needs_a_cluster_spec(self):
+        self.assertEqual(self.refuse(["--plan", PLAN, "--survive", "unused"]),
+                         "mixccl.train: --survive needs --cluster CLUSTER.json: the planner "
+                         "re-plans for the devices left")
+
     def test_rank_count(self):
         self.assertEqual(self.refuse(["--plan", PLAN], world=4),
                          f"mixccl.train: {PLAN}: the plan runs on 3 ranks, the job has 4")

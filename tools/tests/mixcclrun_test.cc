@@ -198,6 +198,28 @@ TEST(MixcclRun, RankKilledBySignalIsReported) {
   EXPECT_NE(j.err.find("signal 11"), std::string::npos) << j.err;
 }
 
+TEST(MixcclRun, KeepGoingLetsTheOthersFinish) {
+  Job j;
+  j.start({"--keep-going", "-np", "3", CHILD_PATH, "lose", "1"});
+  ASSERT_TRUE(j.finish(25));
+  EXPECT_EQ(j.exitCode(), 0) << j.err;
+  EXPECT_NE(j.err.find("was killed by signal 9 (Killed); the others go on (--keep-going)"),
+            std::string::npos) << j.err;
+  EXPECT_NE(j.err.find("mixcclrun: --keep-going: lost rank(s) 1; the others completed"),
+            std::string::npos) << j.err;
+  EXPECT_NE(j.out.find("[0] finished"), std::string::npos) << j.out;
+  EXPECT_NE(j.out.find("[2] finished"), std::string::npos) << j.out;
+}
+
+TEST(MixcclRun, KeepGoingWithNoRankCompletingFails) {
+  Job j;
+  j.start({"--keep-going", "-np", "1", CHILD_PATH, "lose", "0"});
+  ASSERT_TRUE(j.finish(25));
+  EXPECT_EQ(j.exitCode(), 128 + SIGKILL) << j.err;
+  EXPECT_NE(j.err.find("mixcclrun: --keep-going: lost rank(s) 0; no rank completed"),
+            std::string::npos) << j.err;
+}
+
 TEST(MixcclRun, SurvivorIgnoringSigtermGetsSigkill) {
   Job j;
   double t0 = nowS();

@@ -62,6 +62,15 @@ int main(int argc, char** argv) {
     sleepLong();
     return 0;
   }
+  if (std::strcmp(mode, "lose") == 0) {  // rank argv[2] is killed; the others finish later
+    if (rank == (argc > 2 ? std::atoi(argv[2]) : 0)) {
+      usleep(100000);
+      raise(SIGKILL);
+    }
+    usleep(600000);
+    std::printf("finished\n");
+    return 0;
+  }
   if (std::strcmp(mode, "trap") == 0) {
     signal(SIGTERM, onSig);
     signal(SIGINT, onSig);

@@ -78,6 +78,9 @@ class Trainer:
             self.plan = load_plan(args.plan)
             check_plan(self.plan, spec, args.model_spec, self.world)
             check_devices(self.plan, spec, device_map, cluster, args.cluster, self.rank)
+            if args.survive:
+                from .survive import check_options
+                check_options(args)
         else:
             if self.world != 1:
                 raise InputError(f"rank {self.rank}: without --plan mixccl.train runs as one "

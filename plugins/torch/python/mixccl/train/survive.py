@@ -19,13 +19,17 @@ from .survive_plan import replan
 from .survive_state import held_state, take_state
 
 
-def announce_process(trainer):
-    """At start: refuse what recovery would lack, and record this rank's process."""
-    if not trainer.args.cluster:
+def check_options(args):
+    """Before the process group forms: refuse what a recovery would lack."""
+    if not args.cluster:
         raise InputError("--survive needs --cluster CLUSTER.json: the planner re-plans for the "
                          "devices left")
     from .plan_and_run import find_planner
-    find_planner(trainer.args.planner)
+    find_planner(args.planner)
+
+
+def announce_process(trainer):
+    """Once the process group formed: record this rank's process for survive_members.py."""
     announce(trainer.rank)
 
 
