@@ -5,7 +5,9 @@ shrink, re-plan with mixccl-plan for fast, fast, slow, take the state from the s
 replicas and finish. Then a run of the survivors' plan started from the state they went on from
 (the recovery's checkpoint) must give the same losses, within fp32 rounding.
 
-  survive.py SPEC PLAN CLUSTER STEPS K MIXCCLRUN PLANNER ADAPTORS REFERENCE_ADAPTORS"""
+  survive.py SPEC PLAN CLUSTER STEPS K MIXCCLRUN PLANNER ADAPTORS REFERENCE_ADAPTORS [VICTIM]
+
+VICTIM (default 3) is the rank killed; REFERENCE_ADAPTORS are the survivors' adaptors."""
 import json
 import os
 import re
@@ -35,6 +37,7 @@ def rank_pid(launcher_pid, rank):
 def main():
     (spec, plan, cluster, steps, kill_after, mixcclrun, planner, adaptors,
      ref_adaptors) = sys.argv[1:10]
+    victim = int(sys.argv[10]) if len(sys.argv) > 10 else 3
     steps, kill_after = int(steps), int(kill_after)
     tmp = harness.workdir()
     try:
@@ -56,14 +59,14 @@ def main():
                 out.append(line)
                 sys.stdout.write(line)
                 if killed_at is None and re.match(rf"\[0\] step +{kill_after}/", line):
-                    os.kill(rank_pid(job.pid, 3), signal.SIGKILL)
+                    os.kill(rank_pid(job.pid, victim), signal.SIGKILL)
                     killed_at = time.monotonic()
             job.wait()
         finally:
             watchdog.cancel()
         text = "".join(out)
-        recovered = re.search(r"\[0\] mixccl.train: lost rank\(s\) 3 in step (\d+): 3 ranks go on "
-                              r"with \S+ \(micro-batches ([0-9,]+)\); recovery ([0-9.]+) s", text)
+        recovered = re.search(rf"\[\d+\] mixccl.train: lost rank\(s\) {victim} in step (\d+): 3 ranks "
+                              r"go on with \S+ \(micro-batches ([0-9,]+)\); recovery ([0-9.]+) s", text)
         if job.returncode != 0 or killed_at is None or not recovered:
             print(f"survive: the job exited {job.returncode}, killed {killed_at is not None}, "
                   f"recovery line {'found' if recovered else 'missing'}")
@@ -94,7 +97,7 @@ def main():
             worst = max(worst, abs(a - b) / abs(b))
         missing = [s for s in range(1, steps + 1) if s not in job_steps]
         ok = worst <= 1e-6 and not missing and sorted(ref_steps) == after
-        print(f"survive: rank 3 lost in step {failed_step} of {steps}, micro-batches "
+        print(f"survive: rank {victim} lost in step {failed_step} of {steps}, micro-batches "
               f"{recovered.group(2)} after re-planning, recovery {recovered.group(3)} s; steps "
               f"{failed_step}-{steps} of the survivors against the reference: largest relative "
               f"difference {worst:.1e} {'<=' if worst <= 1e-6 else '>'} 1e-06, steps missing "
