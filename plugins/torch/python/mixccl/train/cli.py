@@ -6,6 +6,7 @@ import sys
 
 import torch.distributed as dist
 
+from .emulation import check_options as check_emulation_options
 from .pipeline import PeerFailed
 from .spec import InputError, load_model_spec
 
@@ -30,8 +31,12 @@ def parser():
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
                    help="the single process's device")
     p.add_argument("--device-map", help="TYPE=cpu|cuda,... for the plan's device types")
-    p.add_argument("--cluster", help="the planner's cluster spec: device types' memory (checked) "
-                   "and cpu_threads (applied)")
+    p.add_argument("--cluster", help="the planner's cluster spec: device types' memory (checked), "
+                   "cpu_threads (applied) and speeds (emulated: a slower type sleeps)")
+    p.add_argument("--device-type", help="with --cluster, the single process's device type")
+    p.add_argument("--slowdown-base", type=float, default=1.0,
+                   help="multiplies every type's emulated slowdown (--cluster): B = 3 runs the "
+                   "fastest type at a third of the CPU")
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     p.add_argument("--timeout", type=float, default=60.0,
                    help="seconds any communication may wait (a dead rank's error comes within it)")
@@ -85,6 +90,7 @@ def main(argv=None):
     from .runner import Trainer, job_rank_and_size
     rank = job_rank_and_size()[0]
     try:
+        check_emulation_options(args)
         spec = load_model_spec(args.model_spec)
         if args.plan_and_run:
             from .plan_and_run import plan_and_run

@@ -13,6 +13,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
+from .emulation import SlowdownIdler
 from .plan import one_f_one_b_order
 
 
@@ -31,15 +32,23 @@ def wait_for(work, rank, what, peers):
 
 class StageTimes:
     def __init__(self):
-        self.compute_s = 0.0
+        self.compute_s = 0.0  # includes emulated_s
         self.comm_s = 0.0
+        self.emulated_s = 0.0  # slept to emulate a slower device type (emulation.py)
+
+    def add_compute(self, idler, op):
+        """The operation started at `op` (idler.start()) has computed: idle for its emulated
+        device (before anything is sent: the device finishes later) and count both."""
+        wall, idled = idler.finish(op)
+        self.compute_s += wall + idled
+        self.emulated_s += idled
 
 
 class StageRunner:
     """Runs a stage (ModelParts) of a pipeline. Single-stage pipelines send nothing."""
 
     def __init__(self, parts, role, spec_hidden, seq_len, device, autocast_dtype, prev_rank,
-                 next_rank):
+                 next_rank, idler=None):
         self.parts = parts
         self.role = role
         self.hidden = spec_hidden
@@ -49,6 +58,7 @@ class StageRunner:
         self.prev_rank = prev_rank  # None on the first stage
         self.next_rank = next_rank  # None on the last
         self.layers = parts.layers
+        self.idler = idler or SlowdownIdler(1.0, False)  # the device's speed (emulation.py)
 
     def connect(self):
         """Forms the point-to-point lanes to the neighbours one at a time, before the first step.
@@ -102,7 +112,7 @@ class StageRunner:
                              "receiving activations from rank", self.prev_rank)
                     x_in.requires_grad_(True)
                     times.comm_s += time.perf_counter() - t0
-                t0 = time.perf_counter()
+                op = self.idler.start()
                 tokens, targets = batches[i]
                 out = self._forward_compute(x_in, tokens)
                 if self.next_rank is None:
@@ -112,11 +122,11 @@ class StageRunner:
                     loss_sum += loss.item()
                     saved[i] = (x_in, loss)
                     self._sync_device()
-                    times.compute_s += time.perf_counter() - t0
+                    times.add_compute(self.idler, op)
                 else:
                     send = out.detach().float().contiguous()
                     self._sync_device()
-                    times.compute_s += time.perf_counter() - t0
+                    times.add_compute(self.idler, op)
                     t0 = time.perf_counter()
                     pending.append((dist.isend(send, self.next_rank), self.next_rank))
                     times.comm_s += time.perf_counter() - t0
@@ -130,13 +140,13 @@ class StageRunner:
                     wait_for(dist.irecv(grad, self.next_rank), self.role.rank,
                              "receiving gradients from rank", self.next_rank)
                     times.comm_s += time.perf_counter() - t0
-                t0 = time.perf_counter()
+                op = self.idler.start()
                 if grad is None:
                     out.backward()
                 else:
                     out.backward(grad.to(out.dtype))
                 self._sync_device()
-                times.compute_s += time.perf_counter() - t0
+                times.add_compute(self.idler, op)
                 if self.prev_rank is not None:
                     t0 = time.perf_counter()
                     pending.append((dist.isend(x_in.grad.contiguous(), self.prev_rank),

@@ -7,7 +7,13 @@ device map as in training), with its cpu_threads on CPU: one block's forward and
 the embedding's and the head's (final norm, output projection and the loss), at each
 micro-batch size, the mean of `repeats` timed runs after a warm-up; and the per-step update
 (zeroing, the gradients' squares for the norm, AdamW) of one block's parameters, per
-parameter. The types take turns repeat by repeat, so the machine's drift hits them alike."""
+parameter. The types take turns repeat by repeat, so the machine's drift hits them alike.
+
+Each type is measured at its emulated speed (emulation.py, --slowdown-base included), as
+mixccl-train's profiler does: every operation is timed on the clock a run of that type uses
+and followed by the type's idle (the next operation starts with the caches a run leaves it),
+and the profile gives the time times the type's slowdown, which is what a rank of that type
+computes for it. The update is not stretched (a run does not stretch it either)."""
 import json
 import time
 
@@ -15,6 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from .devices import device_kind, load_cluster, local_device, parse_device_map
+from .emulation import SlowdownIdler, type_slowdown, uses_cpu_clock
 from .model import build_llama_parts
 from .spec import InputError
 
@@ -24,16 +31,25 @@ def _sync(device):
         torch.cuda.synchronize(device)
 
 
-def _timed(fn, device):
+def _timed(fn, device, idler=None):
+    """The compute seconds of fn() (idler's clock), followed by the idle of its device."""
     _sync(device)
-    t0 = time.perf_counter()
+    if idler is None:
+        t0 = time.perf_counter()
+        fn()
+        _sync(device)
+        return time.perf_counter() - t0
+    op = idler.start()
     fn()
     _sync(device)
-    return time.perf_counter() - t0
+    seconds = idler.compute_seconds(op)
+    idler.idle(seconds, time.perf_counter() - op[0])
+    return seconds
 
 
-def _measure_once(parts, spec, mb, device, autocast):
-    """(embedding fwd, bwd), (block fwd, bwd), (head fwd, bwd) seconds at micro-batch mb."""
+def _measure_once(parts, spec, mb, device, autocast, idler):
+    """(embedding fwd, bwd), (block fwd, bwd), (head fwd, bwd) compute seconds at micro-batch
+    mb, each operation followed by the idle of its emulated device."""
     t = spec.seq_length
     tokens = torch.randint(0, spec.vocab_size, (mb, t), device=device)
     block = parts.blocks["0"]
@@ -41,14 +57,15 @@ def _measure_once(parts, spec, mb, device, autocast):
     out = {}
     with ctx():
         holder = {}
-        out["embedding_f"] = _timed(lambda: holder.update(y=parts.embedding(tokens)), device)
+        out["embedding_f"] = _timed(lambda: holder.update(y=parts.embedding(tokens)), device,
+                                    idler)
     g = torch.randn_like(holder["y"])
-    out["embedding_b"] = _timed(lambda: holder["y"].backward(g), device)
+    out["embedding_b"] = _timed(lambda: holder["y"].backward(g), device, idler)
     x = torch.randn(mb, t, spec.hidden_size, device=device, requires_grad=True)
     with ctx():
-        out["layer_f"] = _timed(lambda: holder.update(y=block(x)), device)
+        out["layer_f"] = _timed(lambda: holder.update(y=block(x)), device, idler)
     g = torch.randn_like(holder["y"])
-    out["layer_b"] = _timed(lambda: holder["y"].backward(g), device)
+    out["layer_b"] = _timed(lambda: holder["y"].backward(g), device, idler)
     h = torch.randn(mb, t, spec.hidden_size, device=device, requires_grad=True)
     targets = torch.randint(0, spec.vocab_size, (mb, t), device=device)
 
@@ -56,8 +73,8 @@ def _measure_once(parts, spec, mb, device, autocast):
         with ctx():
             logits = parts.head(h)
         holder["loss"] = F.cross_entropy(logits.float().flatten(0, 1), targets.flatten())
-    out["head_f"] = _timed(head_forward, device)
-    out["head_b"] = _timed(lambda: holder["loss"].backward(), device)
+    out["head_f"] = _timed(head_forward, device, idler)
+    out["head_b"] = _timed(lambda: holder["loss"].backward(), device, idler)
     return out
 
 
@@ -78,7 +95,8 @@ def _measure_update(parts, device, repeats):
     return sum(p.numel() for p in params), sum(times) / len(times)
 
 
-def profile(spec, cluster_path, device_map_text, micro_batches, repeats, seed=1):
+def profile(spec, cluster_path, device_map_text, micro_batches, repeats, seed=1,
+            slowdown_base=1.0):
     cluster = load_cluster(cluster_path)
     device_map = parse_device_map(device_map_text)
     types = []
@@ -91,17 +109,21 @@ def profile(spec, cluster_path, device_map_text, micro_batches, repeats, seed=1)
         raise InputError(f"--profile-out: no device type of {cluster_path} runs here "
                          "(a cuda type needs a CUDA device)")
     default_threads = torch.get_num_threads()
-    built = {}
-    for name, device, _ in types:
+    built, idlers, slowdowns = {}, {}, {}
+    for name, device, threads in types:
         parts = build_llama_parts(spec, 0, 1, True, True, seed).to(device)
         built[name] = parts
+        slowdowns[name] = type_slowdown(cluster, name, cluster_path, slowdown_base)
+        torch.set_num_threads(threads or default_threads)  # the clock depends on the count
+        idlers[name] = SlowdownIdler(slowdowns[name], uses_cpu_clock(device))
+    torch.set_num_threads(default_threads)
     sums = {(name, mb): {} for name, _, _ in types for mb in micro_batches}
     for rep in range(repeats + 1):  # the first round warms up and is not kept
         for name, device, threads in types:
             torch.set_num_threads(threads or default_threads)
             autocast = device.type == "cuda" and spec.param_dtype == "bf16"
             for mb in micro_batches:
-                r = _measure_once(built[name], spec, mb, device, autocast)
+                r = _measure_once(built[name], spec, mb, device, autocast, idlers[name])
                 if rep == 0:
                     continue
                 for k, v in r.items():
@@ -109,7 +131,7 @@ def profile(spec, cluster_path, device_map_text, micro_batches, repeats, seed=1)
     entries = []
     for name, device, threads in types:
         for mb in micro_batches:
-            s = {k: v / repeats for k, v in sums[(name, mb)].items()}
+            s = {k: slowdowns[name] * v / repeats for k, v in sums[(name, mb)].items()}
             for part, prefix in (("layer", "layer"), ("embedding", "embedding"), ("head", "head")):
                 e = {"device_type": name, "tp": 1, "micro_batch": mb,
                      "forward_ms": max(s[prefix + "_f"] * 1e3, 1e-6),
@@ -127,7 +149,8 @@ def profile(spec, cluster_path, device_map_text, micro_batches, repeats, seed=1)
 
 def write_profile(spec, args):
     sizes = [int(x) for x in args.profile_micro_batches.split(",")]
-    result = profile(spec, args.cluster, args.device_map, sizes, args.profile_repeats, args.seed)
+    result = profile(spec, args.cluster, args.device_map, sizes, args.profile_repeats, args.seed,
+                     args.slowdown_base)
     with open(args.profile_out, "w") as f:
         json.dump(result, f, indent=1)
         f.write("\n")

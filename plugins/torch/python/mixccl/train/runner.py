@@ -12,6 +12,7 @@ import torch.distributed as dist
 from .checks import check_devices, check_plan
 from .data import TokenData
 from .devices import device_kind, load_cluster, local_device, parse_device_map
+from .emulation import rank_idler
 from .grad_sync import GradientSync
 from .model import build_llama_parts, weight_decays
 from .pipeline import PeerFailed, StageRunner, wait_for
@@ -93,10 +94,13 @@ class Trainer:
         local_rank = next((int(os.environ[v]) for v in ("LOCAL_RANK", "MIXCCL_LOCAL_RANK",
                                                          "SLURM_LOCALID") if v in os.environ), 0)
         self.device = local_device(kind, local_rank)
-        if cluster is not None and "cpu_threads" in cluster.get(self.role.device_type, {}):
-            torch.set_num_threads(int(cluster[self.role.device_type]["cpu_threads"]))
+        my_type = self.role.device_type if self.distributed else args.device_type
+        if cluster is not None and "cpu_threads" in cluster.get(my_type, {}):
+            torch.set_num_threads(int(cluster[my_type]["cpu_threads"]))
         elif args.threads:
             torch.set_num_threads(args.threads)
+        # The device type's speed (emulation.py): after the thread count, which picks its clock.
+        self.idler = rank_idler(cluster, args.cluster, my_type, args.slowdown_base, self.device)
         # bf16 autocast where the model spec computes in bf16 and the rank has a GPU; CPU ranks
         # (and fp32 specs) compute in fp32.
         self.autocast = (torch.bfloat16 if self.device.type == "cuda" and spec.param_dtype == "bf16"
@@ -129,7 +133,7 @@ class Trainer:
         prev_rank = rank_of(self.plan, g, rep, s - 1) if s > 0 else None
         next_rank = rank_of(self.plan, g, rep, s + 1) if s < ro.num_stages - 1 else None
         self.stage = StageRunner(self.parts, ro, spec.hidden_size, spec.seq_length, self.device,
-                                 self.autocast, prev_rank, next_rank)
+                                 self.autocast, prev_rank, next_rank, self.idler)
         if self.distributed:
             self.stage.connect()
         self.sync = GradientSync(self.plan, spec.num_layers, self.rank, self.parts,
