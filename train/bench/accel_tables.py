@@ -174,7 +174,9 @@ for name in names:
         continue
     n = total = 0
     for r in rounds:
-        t = [x["step_time_s"] for x in json.load(open(f"{out}/report-{name}-{r}.json"))["steps"][1:]]
+        # mixccl-train's reports say step_time_s, mixccl.train's step_s.
+        t = [x.get("step_time_s", x.get("step_s"))
+             for x in json.load(open(f"{out}/report-{name}-{r}.json"))["steps"][1:]]
         med = statistics.median(t)
         n += sum(x > 1.5 * med for x in t)
         total += len(t)
@@ -185,6 +187,11 @@ errs = [rows[n]["err"] for n in names if same[n] == n]
 print()
 print(f"prediction errors over the {len(errs)} distinct plans: "
       f"{min(errs)*100:+.1f}% .. {max(errs)*100:+.1f}%, largest |error| {max(abs(e) for e in errs)*100:.1f}%")
+abs_errs = sorted(abs(e) for e in errs)
+print(f"|error| median {statistics.median(abs_errs)*100:.1f}%, 90th percentile "
+      f"{abs_errs[int(0.9 * (len(abs_errs) - 1))]*100:.1f}%; within 5%: "
+      f"{sum(e <= 0.05 for e in abs_errs)} of {len(abs_errs)}, within 10%: "
+      f"{sum(e <= 0.10 for e in abs_errs)}")
 loads = [line.split() for line in open(f"{out}/load.txt")]
 one_min = [float(l[-3]) for l in loads]
 print(f"load average (1 min) at the rounds' starts and the end: "
