@@ -3,8 +3,9 @@ planner's profile format (docs/planner.md, read by `mixccl-plan --profile`), so 
 planner plans from what this model costs in PyTorch on each device type present.
 
 For every device type of the cluster spec that runs here (cpu, or cuda when present; the
-device map as in training), with its cpu_threads on CPU: one block's forward and backward,
-the embedding's and the head's (final norm, output projection and the loss), at each
+device map as in training), with its cpu_threads on CPU: one block's forward and backward
+(timed inside a stack of up to 4 blocks, below), the embedding's and the head's (final norm,
+output projection and the loss), at each
 micro-batch size, the mean of `repeats` timed runs after a warm-up; and the per-step update
 (zeroing, the gradients' squares for the norm, AdamW) of one block's parameters, per
 parameter. The types take turns repeat by repeat, so the machine's drift hits them alike.
@@ -24,6 +25,8 @@ from .devices import device_kind, load_cluster, local_device, parse_device_map
 from .emulation import SlowdownIdler, type_slowdown, uses_cpu_clock
 from .model import build_llama_parts
 from .spec import InputError
+
+STACK_LAYERS = 4  # the blocks of the stack a block is timed in
 
 
 def _sync(device):
@@ -48,26 +51,30 @@ def _timed(fn, device, idler=None):
 
 
 def _measure_once(parts, spec, mb, device, autocast, idler):
-    """(embedding fwd, bwd), (block fwd, bwd), (head fwd, bwd) compute seconds at micro-batch
-    mb, each operation followed by the idle of its emulated device."""
+    """Compute seconds at micro-batch mb: the forward (embedding, the stack's blocks, head and
+    loss) and the backward of the profiled stack, each as one operation as a stage runs them,
+    and of the embedding alone and the head alone; each followed by the idle of its device."""
     t = spec.seq_length
     tokens = torch.randint(0, spec.vocab_size, (mb, t), device=device)
-    block = parts.blocks["0"]
+    targets = torch.randint(0, spec.vocab_size, (mb, t), device=device)
     ctx = lambda: torch.autocast(device.type, dtype=torch.bfloat16, enabled=autocast)  # noqa: E731
-    out = {}
+    holder, out = {}, {}
+
+    def stack_forward():
+        with ctx():
+            x = parts.embedding(tokens)
+            for layer in parts.layers:
+                x = parts.blocks[str(layer)](x)
+            logits = parts.head(x)
+        holder["loss"] = F.cross_entropy(logits.float().flatten(0, 1), targets.flatten())
+    out["stack_f"] = _timed(stack_forward, device, idler)
+    out["stack_b"] = _timed(lambda: holder["loss"].backward(), device, idler)
     with ctx():
-        holder = {}
         out["embedding_f"] = _timed(lambda: holder.update(y=parts.embedding(tokens)), device,
                                     idler)
     g = torch.randn_like(holder["y"])
     out["embedding_b"] = _timed(lambda: holder["y"].backward(g), device, idler)
-    x = torch.randn(mb, t, spec.hidden_size, device=device, requires_grad=True)
-    with ctx():
-        out["layer_f"] = _timed(lambda: holder.update(y=block(x)), device, idler)
-    g = torch.randn_like(holder["y"])
-    out["layer_b"] = _timed(lambda: holder["y"].backward(g), device, idler)
     h = torch.randn(mb, t, spec.hidden_size, device=device, requires_grad=True)
-    targets = torch.randint(0, spec.vocab_size, (mb, t), device=device)
 
     def head_forward():
         with ctx():
@@ -110,8 +117,15 @@ def profile(spec, cluster_path, device_map_text, micro_batches, repeats, seed=1,
                          "(a cuda type needs a CUDA device)")
     default_threads = torch.get_num_threads()
     built, idlers, slowdowns = {}, {}, {}
+    # A block is timed inside a stack of up to STACK_LAYERS blocks with the embedding and the
+    # head, one operation per pass as a stage runs it: its time is the stack's minus the
+    # embedding's and the head's, over the blocks. Timed alone, each block would pay on its own
+    # what a stage pays once per pass (the start after the emulated device's sleep, with
+    # colder caches, and the call overhead), which priced small micro-batches up to 40% too
+    # high (docs/training-results.md).
+    stack = min(spec.num_layers, STACK_LAYERS)
     for name, device, threads in types:
-        parts = build_llama_parts(spec, 0, 1, True, True, seed).to(device)
+        parts = build_llama_parts(spec, 0, stack, True, True, seed).to(device)
         built[name] = parts
         slowdowns[name] = type_slowdown(cluster, name, cluster_path, slowdown_base)
         torch.set_num_threads(threads or default_threads)  # the clock depends on the count
@@ -132,6 +146,8 @@ def profile(spec, cluster_path, device_map_text, micro_batches, repeats, seed=1,
     for name, device, threads in types:
         for mb in micro_batches:
             s = {k: slowdowns[name] * v / repeats for k, v in sums[(name, mb)].items()}
+            for d in ("_f", "_b"):
+                s["layer" + d] = (s["stack" + d] - s["embedding" + d] - s["head" + d]) / stack
             for part, prefix in (("layer", "layer"), ("embedding", "embedding"), ("head", "head")):
                 e = {"device_type": name, "tp": 1, "micro_batch": mb,
                      "forward_ms": max(s[prefix + "_f"] * 1e3, 1e-6),
