@@ -96,7 +96,9 @@ print()
 md_table(["candidate", "layout", "micro-batches", "planner's step ms",
           "predicted step ms (rounds)", "measured step ms (median; min-max)", "error"],
          [[label(n), str(rows[n]["plan"].get("layout", "")), str(rows[n]["plan"]["micro_batches"]),
-           f"{rows[n]['planner']*1e3:.1f}", f"{rows[n]['predicted']*1e3:.1f}",
+           # a candidate at a micro-batch count the planner did not report has no figure
+           f"{rows[n]['planner']*1e3:.1f}" if rows[n]["planner"] else "-",
+           f"{rows[n]['predicted']*1e3:.1f}",
            measured_cell(rows[n]), f"{rows[n]['err']*100:+.1f}%"] for n in cands])
 t_auto = rows["cand1"]["measured"]
 e, best = search_accuracy({n: rows[n]["measured"] for n in cands})
