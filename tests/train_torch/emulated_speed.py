@@ -2,14 +2,15 @@
 
   emulated_speed.py SPEC PLAN CLUSTER MIXCCLRUN
 
-CLUSTER has a `fast` type and a `slow` one 8 times slower. The plan (a replica on each, the
+CLUSTER has a `fast` type and a `slow` one 32 times slower. The plan (a replica on each, the
 same micro-batches) runs 4 steps with --slowdown-base 1.5: the report must give the ranks
-slowdowns 1.5 and 12, the slow rank must have slept, and its compute must be well above the
-fast one's: 8 times as long in an exact emulation, at least 2 asserted, a bound that holds
-while other processes slow the fast rank's wall time down up to 6 times (the slow rank's
-emulated time is its CPU time's multiple). No absolute time is checked. The profiler, in this
-process, must measure the slow type's block well above the fast type's (at least 2 times; 8
-exactly). The options that do not fit
+slowdowns 1.5 and 48, the slow rank must have slept for most of its compute, and its compute
+must be well above the fast one's: 32 times as long in an exact emulation, at least 2
+asserted. The slow rank's emulated time is a multiple of its CPU time, the fast rank's
+compute is its wall time, which other processes stretch (10 times seen under `ctest -j2`
+beside other tests), so the bound is generous on purpose; no absolute time is checked. The
+profiler, in this process, must measure the slow type's block well above the fast type's (at
+least 2 times; 32 exactly). The options that do not fit
 are refused with their messages."""
 import contextlib
 import io
@@ -77,9 +78,9 @@ def run_plan(spec, plan, cluster, mixcclrun):
     ratio = compute[1] / compute[0]
     print(f"emulated: compute per step fast {compute[0] * 1e3:.2f} ms (slept {slept[0] * 1e3:.2f}),"
           f" slow {compute[1] * 1e3:.2f} ms (slept {slept[1] * 1e3:.2f}): slow / fast {ratio:.2f}")
-    ok = slowdowns == [1.5, 12.0] and ratio >= 2.0 and slept[1] > 0
+    ok = slowdowns == [1.5, 48.0] and ratio >= 2.0 and slept[1] > 0.5 * compute[1]
     print(f"emulated: run {'as emulated' if ok else 'NOT as emulated'} "
-          "(slowdowns [1.5, 12.0], slow / fast >= 2, the slow rank slept)")
+          "(slowdowns [1.5, 48.0], slow / fast >= 2, the slow rank slept most of its compute)")
     return ok
 
 
@@ -88,7 +89,7 @@ def profile_check(spec_path, cluster):
     from mixccl.train.spec import load_model_spec
     import torch
     torch.set_num_threads(1)
-    p = profile(load_model_spec(spec_path), cluster, None, [2], 2)
+    p = profile(load_model_spec(spec_path), cluster, None, [2], 1)
     block = {e["device_type"]: e["forward_ms"] + e["backward_ms"] for e in p["entries"]
              if "part" not in e}
     ratio = block["slow"] / block["fast"]
