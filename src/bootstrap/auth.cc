@@ -76,6 +76,11 @@ Result randomBytes(void* buf, size_t n) {
   return mixcclSuccess;
 }
 
+void releaseThreadCrypto() {
+  auto lock = lockCrypto();
+  OPENSSL_thread_stop();
+}
+
 Result authenticateClient(const Socket& s, const Secret& secret, const Deadline& deadline,
                           const char* what, bool* closedEarly) {
   ClientHello hello{kHelloMagic, kProtocolVersion, {}};

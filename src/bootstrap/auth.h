@@ -18,6 +18,11 @@ struct Secret {
 
 // Fills buf with cryptographically random bytes.
 Result randomBytes(void* buf, size_t n);
+// Frees the calling thread's OpenSSL state now rather than at its exit. A fork-guarded thread
+// (fork_guard.h) that ends calls it while still busy: OpenSSL frees that state under a lock of
+// its own, and a child forked at that moment would inherit the lock held, so that its first new
+// thread needing random bytes (a rank's lazy acceptor) would wait on it forever.
+void releaseThreadCrypto();
 
 // The connecting side. what names the other side in error messages. With closedEarly set, a
 // server that closes the connection before it sent its challenge (one that drops idle

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "bootstrap/auth.h"
 #include "bootstrap/fork_guard.h"
 #include "bootstrap/handshake_server.h"
 #include "bootstrap/peer_info.h"
@@ -268,6 +269,8 @@ Result startRendezvousRoot(const SocketAddress& addr, const Secret& secret, Sock
       ForkGuardAdopted guarded;
       root->run();
       root.reset();
+      // While still busy: the thread's exit would free OpenSSL's state for it unguarded.
+      releaseThreadCrypto();
     }
     forkGuardReleaseHandedOff();
   }).detach();
