@@ -36,11 +36,13 @@ struct mixcclComm {
   // The first failure of anything working for this communicator (declared before the proxy,
   // which reports into it, so it outlives the proxy).
   mixccl::Health health;
-  std::unique_ptr<mixccl::Proxy> proxy;
   // MIXCCL_CONNECT (comm_init.cc): pairs connect on first use through connector, which the
-  // proxy asks for them; declared after the proxy so that its acceptor stops first.
+  // proxy asks for them. Declared before the proxy, so that it outlives the proxy's thread
+  // (which takes accepted pairs from it until it is joined); its acceptor, which wakes the
+  // proxy, is stopped first (~mixcclComm).
   bool lazyConnect = false;
   std::unique_ptr<mixccl::LazyConnector> connector;
+  std::unique_ptr<mixccl::Proxy> proxy;
   // Small collectives of a one-host communicator (transport/shm_slots.h); null where not every
   // pair is on shared memory or a rank turned them off.
   std::unique_ptr<mixccl::ShmSlots> shmSlots;
@@ -94,6 +96,11 @@ struct mixcclComm {
   std::string initError;                // written before initState (release) on failure
   // Stops a background init (if any) and waits for its thread; safe to call twice.
   void stopInit();
+  // A communicator whose init failed is destroyed with its proxy and connector running: the
+  // acceptor stops before the proxy goes, the proxy's thread before the connector goes.
+  ~mixcclComm() {
+    if (connector) connector->stop();
+  }
 
   void setLastError(const std::string& msg) {
     std::lock_guard<std::mutex> lock(lastErrorMutex);
