@@ -1,5 +1,6 @@
 // Unique ids and every way to make a communicator.
 #include <cstring>
+#include <vector>
 
 #include "config.h"
 #include "shim.h"
@@ -61,10 +62,8 @@ NCCL_SHIM_API ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks,
 }
 NCCL_SHIM_PROFILING_ALIAS(ncclCommInitRankConfig)
 
-// NCCL spreads the rendezvous over nId roots. mixcclCommInitRankScalable does too, but with
-// several roots an init at 64+ ranks connecting on first use hung about once in three
-// (docs/scale.md, "The bootstrap"), so the drop-in keeps one root: the first id is the
-// rendezvous (every rank passes the same ids, so every rank picks the same one).
+// The nId ids are nId rendezvous roots, as NCCL's: mixcclCommInitRankScalable splits the ranks
+// into the same contiguous blocks, block k through commIds[k].
 NCCL_SHIM_API ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank,
                                                     int nId, ncclUniqueId* commIds,
                                                     ncclConfig_t* config) {
@@ -72,7 +71,19 @@ NCCL_SHIM_API ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nra
   if (newcomm == nullptr) return refuse(ncclInvalidArgument, "%s: newcomm is NULL", fn);
   if (nId < 1) return refuse(ncclInvalidArgument, "%s: nId %d must be at least 1", fn, nId);
   if (commIds == nullptr) return refuse(ncclInvalidArgument, "%s: commIds is NULL", fn);
-  return initRank(fn, newcomm, nranks, commIds[0], myrank, config);
+  std::vector<mixcclUniqueId> ids;
+  for (int k = 0; k < nId; ++k) ids.push_back(toMixccl(commIds[k]));
+  mixcclComm_t made = nullptr;
+  mixcclResult_t r;
+  if (config == nullptr) {
+    r = mixcclCommInitRankScalable(&made, nranks, myrank, nId, ids.data(), nullptr);
+  } else {
+    mixcclConfig_t m;
+    if (ncclResult_t bad = translateConfig(fn, config, &m); bad != ncclSuccess) return bad;
+    r = mixcclCommInitRankScalable(&made, nranks, myrank, nId, ids.data(), &m);
+  }
+  *newcomm = outer(made);
+  return forward(r);
 }
 NCCL_SHIM_PROFILING_ALIAS(ncclCommInitRankScalable)
 

@@ -475,6 +475,10 @@ static void refusals(void) {
              "ncclCommInitRankConfig: config blocking 7 is not 0 or 1");
   SHIM_FAILS(ncclCommInitRankScalable(&c2, 1, 0, 0, &id, NULL), ncclInvalidArgument, NULL,
              "ncclCommInitRankScalable: nId 0 must be at least 1");
+  /* Every id reaches mixcclCommInitRankScalable (nId roots, not only the first id's). */
+  ncclUniqueId twice[2] = {id, id};
+  SHIM_FAILS(ncclCommInitRankScalable(&c2, 1, 0, 2, twice, NULL), ncclInvalidArgument, NULL,
+             "mixcclCommInitRankScalable: nId 2 must be between 1 and nranks (1)");
   /* Shrink, revoke and grow are mixccl's: their argument checks. */
   SHIM_FAILS(ncclCommGrow(comm, 2, &id, 1, &c2, NULL), ncclInvalidArgument, comm,
              "mixcclCommGrow: rank 1 must be -1 on a rank of comm (it keeps its rank 0)");
