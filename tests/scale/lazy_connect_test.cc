@@ -32,6 +32,15 @@ std::string inspect(mixcclComm_t comm, const char* key) {
 
 int connectedPeers(mixcclComm_t comm) { return atoi(inspect(comm, "connected_peers").c_str()); }
 
+// The peers this rank has a transport to, one bit per rank.
+unsigned peerMask(mixcclComm_t comm, int rank, int n) {
+  unsigned mask = 0;
+  for (int p = 0; p < n; ++p)
+    if (p != rank && !inspect(comm, ("transport." + std::to_string(p)).c_str()).empty())
+      mask |= 1u << p;
+  return mask;
+}
+
 // Lets the rank go on once the parent set released (or fails the rank after seconds).
 bool waitReleased(RankReport& rep, double seconds) {
   double end = now() + seconds;
@@ -47,6 +56,8 @@ struct InitFacts {
   int lazy;           // inspect "connect" said "lazy"
   int peersAfterInit;
   int farConnected;   // rank 0: "transport.5" was set right after init
+  unsigned initMask;  // rank 0: the peers with a transport right after init, one bit each
+  unsigned endMask;   // rank 0: the same after the late pair (0, 5) connected
 };
 
 InitFacts* mapFacts() {
@@ -194,6 +205,7 @@ TEST(LazyConnect, StrangerAtTheListenerAfterInitIsRefused) {
     facts[rank].peersAfterInit = connectedPeers(comm);
     if (rank == 0) {
       facts[0].farConnected = !inspect(comm, "transport.5").empty();
+      facts[0].initMask = peerMask(comm, 0, n);
       RANK_CHECK(findListener(inherited, listener));
     }
     rep.phase.store(1);
@@ -207,6 +219,7 @@ TEST(LazyConnect, StrangerAtTheListenerAfterInitIsRefused) {
     }
     if (rep.code != mixcclSuccess) copyMessage(&rep, mixcclGetLastError(comm));
     rep.iterations = connectedPeers(comm);
+    if (rank == 0) facts[0].endMask = peerMask(comm, 0, n);
     float v = 1, sum = 0;
     RANK_CHECK(mixcclAllReduce(&v, &sum, 1, mixcclFloat, mixcclSum, comm, nullptr) == mixcclSuccess);
     RANK_CHECK(sum == (float)n);
@@ -248,8 +261,15 @@ TEST(LazyConnect, StrangerAtTheListenerAfterInitIsRefused) {
   EXPECT_EQ(facts[0].farConnected, 0) << "init connected rank 0 to rank 5: nothing to test";
   EXPECT_EQ(job.report(0).code, mixcclSuccess) << job.report(0).message;
   EXPECT_EQ(job.report(kFar).code, mixcclSuccess) << job.report(kFar).message;
-  // Exactly the one real pair was added: no stranger became a peer.
-  EXPECT_EQ(job.report(0).iterations, facts[0].peersAfterInit + 1);
+  // Only real peers hold a slot: the count is the peers with a transport, and besides the late
+  // pair (0, 5) the only peers added since init are init's own ring neighbours (1 and 7), whose
+  // connections the acceptor may adopt just after init returned.
+  const unsigned endMask = facts[0].endMask;
+  EXPECT_EQ(job.report(0).iterations, __builtin_popcount(endMask));
+  EXPECT_NE(endMask & (1u << kFar), 0u) << "the late pair (0, 5) did not connect";
+  const unsigned ringNeighbours = (1u << 1) | (1u << (kRanks - 1));
+  EXPECT_EQ(endMask & ~facts[0].initMask & ~(1u << kFar) & ~ringNeighbours, 0u)
+      << "peers after init " << std::hex << facts[0].initMask << ", at the end " << endMask;
 }
 
 }  // namespace
