@@ -80,7 +80,9 @@ export HWLOC_COMPONENTS=-pci
 # an ASan build names the sanitizer's runtime), so they too run in the normal build only.
 # The stand-in GPU tests (standin_*) need the stand-in libraries and the nccl adaptor, and the
 # first-job example installs the whole tree: neither is built here, both run in the normal build.
-ASAN_EXCLUDE='^standin_|^docs_first_job_example$|^matrix_[0-9]ranks_[a-z]+$|^matrix_1rank$|^matrix_domains_|install_consumer|main_job|^Topology|^testbed_|mixccl_topo|^adaptor_|^hetero_|^Inspect.AdaptorsFormDomains$|^ofi_fault_tests|^OfiFault\.|^fault_stall_tests|^StallBlame\.|^nccl_|^teardown_tests|^Teardown/|^WireMismatch\..*\.(ucx|ofi)$|^gpu_check_'
+# The shrink soak (fault_shrink_soak_20s) repeats the shrink and grow paths that
+# fault_shrink_tests take here; it runs in the normal build.
+ASAN_EXCLUDE='^fault_shrink_soak|^standin_|^docs_first_job_example$|^matrix_[0-9]ranks_[a-z]+$|^matrix_1rank$|^matrix_domains_|install_consumer|main_job|^Topology|^testbed_|mixccl_topo|^adaptor_|^hetero_|^Inspect.AdaptorsFormDomains$|^ofi_fault_tests|^OfiFault\.|^fault_stall_tests|^StallBlame\.|^nccl_|^teardown_tests|^Teardown/|^WireMismatch\..*\.(ucx|ofi)$|^gpu_check_'
 
 if ((RUN_ASAN)); then
   echo "== sanitizers: AddressSanitizer + UndefinedBehaviorSanitizer build"
