@@ -81,7 +81,7 @@ def summarize(out):
     print(header)
     print(f"# packed / unpacked: median busbw over {len(sides['packed'])} packed and "
           f"{len(sides['unpacked'])} unpacked rounds")
-    variants = sorted({k[3] for k in keys}, key=lambda v: [k[3] for k in keys].index(v))
+    variants = list(dict.fromkeys(k[3] for k in keys))  # keys are sorted: by name
     print(f"{'ranks':>5} {'op':<34}{'bytes':>9}" + "".join(f"{v:>20}" for v in variants))
     for cell in sorted({k[:3] for k in keys}):
         line = f"{cell[0]:>5} {cell[1]:<34}{cell[2]:>9}"
