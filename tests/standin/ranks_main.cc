@@ -4,7 +4,8 @@
 // refuses two ranks on one GPU, beside host and gloo ranks).
 //   nccl_ranks_test NRANKS ADAPTORS SUITE [--quick]
 // ADAPTORS gives rank r its adaptor (item r), e.g. nccl,nccl,nccl or nccl,host,gloo,host.
-// SUITE: matrix (ranks_matrix.h), order (ranks_order.h), or an error case (ranks_errors.h).
+// SUITE: matrix (ranks_matrix.h), order (ranks_order.h), shrink (ranks_shrink.h), or an error
+// case (ranks_errors.h).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include "ranks_errors.h"
 #include "ranks_matrix.h"
 #include "ranks_order.h"
+#include "ranks_shrink.h"
 
 namespace {
 
@@ -53,6 +55,8 @@ int rankMain(mixcclComm_t comm, int rank, int nranks, void* arg) {
     failures += t.failures;
   } else if (opt.suite == "order") {
     failures += ranks_test::runStreamOrder(comm, buffers, rank, nranks);
+  } else if (opt.suite == "shrink") {
+    failures += ranks_test::runShrink(comm, buffers, rank, nranks);
   } else {
     failures += ranks_test::runErrorCase(opt.suite, comm, buffers, rank, nranks);
   }
@@ -88,7 +92,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (!ranks_test::knownSuite(opt.suite)) {
+  if (!ranks_test::knownSuite(opt.suite) && opt.suite != "shrink") {
     std::fprintf(stderr, "unknown suite %s\n", opt.suite.c_str());
     return 2;
   }
@@ -103,6 +107,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   gHarnessRankSetup = ranks_test::prepareErrorCase(opt.suite);
+  if (opt.suite == "shrink") gHarnessKilledRank = ranks_test::shrinkVictim(nranks);
   const double start = harnessNow();
   const int rc = runRanks(nranks, rankMain, &opt, 240);
   std::printf("nccl ranks %s %s (%s): %s in %.1f s\n", opt.suite.c_str(), argv[2], opt.quick ? "quick" : "full",
