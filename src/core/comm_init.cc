@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "bootstrap/auth.h"
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/interfaces.h"
 #include "bootstrap/root.h"
@@ -363,6 +364,8 @@ Result createComm(Comm** out, int nranks, const UniqueIdData& id, int rank,
       c->setLastError(c->initError);
     }
     setThreadCancelFlag(nullptr);
+    // Before the state is published (the owner may then join and fork): as the acceptor's.
+    releaseThreadCrypto();
     c->initState.store(r, std::memory_order_release);
   });
   *out = c;

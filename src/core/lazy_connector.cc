@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "bootstrap/auth.h"
 #include "bootstrap/auth_connect.h"
 #include "bootstrap/handshake_server.h"
 #include "base/error.h"
@@ -72,7 +73,13 @@ Result LazyConnector::start(std::function<void()> wake) {
   stopFd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (stopFd_ < 0)
     return raiseError(mixcclSystemError, "%s: eventfd: %s", me().c_str(), strerror(errno));
-  acceptor_ = std::thread([this] { acceptLoop(); });
+  acceptor_ = std::thread([this] {
+    acceptLoop();
+    // Authentication used OpenSSL on this thread: free its state now, under the lock fork
+    // takes, rather than at the thread's exit, where a fork at that moment would hand the child
+    // OpenSSL's lock held (bootstrap/fork_guard.h).
+    releaseThreadCrypto();
+  });
   return mixcclSuccess;
 }
 

@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "bootstrap/auth.h"
 
 namespace mixccl {
 
@@ -81,7 +82,12 @@ Result Proxy::start() {
     if (started_) wake();
   });
   started_ = true;  // before the thread exists: a failure on that thread reads it
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this] {
+    run();
+    // Pairs connected on first use authenticated on this thread (OpenSSL): its state is freed
+    // under the lock fork takes, not at the thread's exit (bootstrap/fork_guard.h).
+    releaseThreadCrypto();
+  });
   return mixcclSuccess;
 }
 

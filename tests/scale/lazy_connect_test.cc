@@ -219,7 +219,16 @@ TEST(LazyConnect, StrangerAtTheListenerAfterInitIsRefused) {
     }
     if (rep.code != mixcclSuccess) copyMessage(&rep, mixcclGetLastError(comm));
     rep.iterations = connectedPeers(comm);
-    if (rank == 0) facts[0].endMask = peerMask(comm, 0, n);
+    if (rank == 0) {
+      facts[0].endMask = peerMask(comm, 0, n);
+      rep.phase.store(2);
+    } else {
+      // The AllReduce below connects rank 0's recursive-doubling partners: not before rank 0
+      // has counted its peers.
+      std::atomic<int>& counted = sh->ranks[0].phase;
+      for (double end = now() + 30; counted.load() < 2 && now() < end;) usleep(1000);
+      RANK_CHECK(counted.load() >= 2);
+    }
     float v = 1, sum = 0;
     RANK_CHECK(mixcclAllReduce(&v, &sum, 1, mixcclFloat, mixcclSum, comm, nullptr) == mixcclSuccess);
     RANK_CHECK(sum == (float)n);
