@@ -96,9 +96,11 @@ step_adaptor() {
     { echo "FAIL: adaptor_nccl_library_tests"; exit 1; }
   # The stand-in's multi-rank program on NVIDIA's libraries (docs/gpu.md): every collective,
   # datatype and op on device memory, bit-exact, through NCCL itself (one rank) and staged
-  # across domains (one GPU rank beside CPU ranks; gloo is not built here), then stream order.
+  # across domains (one GPU rank beside CPU ranks; gloo is not built here), then stream order,
+  # then a host rank killed mid-AllReduce and the survivors shrunk (NCCL's communicator of the
+  # GPU rank aborted and formed again: tests/standin/ranks_shrink.h).
   for job in "1 nccl matrix" "4 nccl,host,host,host matrix" "8 nccl,host,host,host,host,host,host,host matrix --quick" \
-             "4 nccl,host,host,host order"; do
+             "4 nccl,host,host,host order" "4 nccl,host,host,host shrink"; do
     # shellcheck disable=SC2086
     # Each job bounded on its own (the order job once stalled and took the whole step).
     out=$(timeout -k 2 12 "$ranks" $job 2>&1); rc=$?
@@ -108,7 +110,7 @@ step_adaptor() {
     n=$(echo "$out" | sed -n 's/^rank 0 (nccl): \([0-9]*\) checks.*/\1/p')
     [ -z "$n" ] || checks="$checks $n"
   done
-  echo "KEY: NcclAdaptor.* on the GPU, NcclAdaptorLibraries.*, nccl_ranks_test (GPU rank checks:$checks; stream order) passed"
+  echo "KEY: NcclAdaptor.* on the GPU, NcclAdaptorLibraries.*, nccl_ranks_test (GPU rank checks:$checks; stream order; shrink) passed"
 }
 
 # The NCCL-API benchmark (compat/nccl/perf/nccl_all_reduce_perf.c, -M device: cudaMalloc'd
