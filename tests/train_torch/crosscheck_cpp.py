@@ -131,7 +131,7 @@ def compare(what, cpp, torch_run, steps, clip, bound=BOUND):
         print(f"  step {k + 1:3d}  loss {cl[k]:.7f} {tl[k]:.7f} ({dl[k]:.1e})  |g| {cg[k]:.5f} "
               f"{tg[k]:.5f} ({dg[k]:.1e})")
     beyond = [k + 1 for k in range(steps) if not (dl[k] <= bound and dg[k] <= bound)]
-    clipped = sum(g > clip for g in cg)
+    clipped = sum(g > clip for g in cg) if clip > 0 else 0
     print(f"crosscheck_cpp: {what}: {steps} steps ({clipped} clipped), losses {cl[0]:.6f} -> "
           f"{cl[-1]:.6f}, largest relative difference: loss {max(dl):.2e}, gradient norm "
           f"{max(dg):.2e}; steps beyond {bound:g}: {beyond}")
