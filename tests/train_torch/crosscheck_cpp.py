@@ -99,10 +99,12 @@ def check_dump(state, data):
     with open(os.path.join(state, "meta.json")) as f:
         meta = json.load(f)
     hp = meta["adamw"]
-    got = (hp["beta1"], hp["beta2"], hp["eps"])
-    if any(abs(a - b) > 1e-6 * b for a, b in zip(got, BETAS_EPS)):
-        raise SystemExit(f"crosscheck_cpp: mixccl-train's AdamW betas and eps {got} are not "
-                         f"mixccl.train's {BETAS_EPS}")
+    got = (hp["beta1"], hp["beta2"], hp["eps"], hp["learning_rate"], hp["weight_decay"],
+           hp["grad_clip"])
+    want = (*BETAS_EPS, HYPER["lr"], HYPER["weight-decay"], HYPER["grad-clip"])
+    if any(abs(a - b) > 1e-6 * abs(b) for a, b in zip(got, want)):  # fp32 against double
+        raise SystemExit(f"crosscheck_cpp: mixccl-train's AdamW (betas, eps, lr, weight decay, "
+                         f"clip) {got} are not mixccl.train's {want}")
     tokens, targets = (np.load(os.path.join(state, n + ".npy")) for n in ("tokens", "targets"))
     reader = TokenData.open(data)
     for k in range(meta["steps"]):
