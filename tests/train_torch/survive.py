@@ -8,30 +8,13 @@ replicas and finish. Then a run of the survivors' plan started from the state th
   survive.py SPEC PLAN CLUSTER STEPS K MIXCCLRUN PLANNER ADAPTORS REFERENCE_ADAPTORS [VICTIM]
 
 VICTIM (default 3) is the rank killed; REFERENCE_ADAPTORS are the survivors' adaptors."""
-import json
 import os
 import re
 import shutil
-import signal
-import subprocess
 import sys
-import threading
-import time
 
 import harness
-
-
-def rank_pid(launcher_pid, rank):
-    """The pid of the launcher's child that runs `rank` (MIXCCL_RANK in its environment)."""
-    with open(f"/proc/{launcher_pid}/task/{launcher_pid}/children") as f:
-        for pid in f.read().split():
-            try:
-                with open(f"/proc/{pid}/environ", "rb") as e:
-                    if f"MIXCCL_RANK={rank}".encode() in e.read().split(b"\0"):
-                        return int(pid)
-            except OSError:
-                pass
-    return None
+import survive_job
 
 
 def main():
@@ -47,28 +30,11 @@ def main():
                "mixccl.train", "--model-spec", spec, "--plan", plan, "--cluster", cluster,
                "--survive", survive_dir, "--planner", planner, "--steps", str(steps),
                "--threads", "1", "--timeout", "20", "--report", report]
-        job = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               start_new_session=True)
-        out = []
-        killed_at = None
-        # A job that hangs is killed (its output then ends, which ends the loop below).
-        watchdog = threading.Timer(harness.TIMEOUT_S, os.killpg, (job.pid, signal.SIGKILL))
-        watchdog.start()
-        try:
-            for line in job.stdout:
-                out.append(line)
-                sys.stdout.write(line)
-                if killed_at is None and re.match(rf"\[0\] step +{kill_after}/", line):
-                    os.kill(rank_pid(job.pid, victim), signal.SIGKILL)
-                    killed_at = time.monotonic()
-            job.wait()
-        finally:
-            watchdog.cancel()
-        text = "".join(out)
+        rc, text, killed = survive_job.run_and_kill(cmd, kill_after, victim)
         recovered = re.search(rf"\[\d+\] mixccl.train: lost rank\(s\) {victim} in step (\d+): 3 ranks "
                               r"go on with \S+ \(micro-batches ([0-9,]+)\); recovery ([0-9.]+) s", text)
-        if job.returncode != 0 or killed_at is None or not recovered:
-            print(f"survive: the job exited {job.returncode}, killed {killed_at is not None}, "
+        if rc != 0 or not killed or not recovered:
+            print(f"survive: the job exited {rc}, killed {killed}, "
                   f"recovery line {'found' if recovered else 'missing'}")
             return 1
         failed_step = int(recovered.group(1))
@@ -82,21 +48,8 @@ def main():
         if rc != 0:
             print(f"survive: the reference run exited {rc}")
             return 1
-        with open(report) as f:
-            job_steps = {s["step"]: s["loss"] for s in json.load(f)["steps"]}
-        with open(ref_report) as f:
-            ref_steps = {s["step"]: s["loss"] for s in json.load(f)["steps"]}
-        after = list(range(failed_step, steps + 1))
-        worst = 0.0
-        for s in after:
-            a, b = job_steps.get(s), ref_steps.get(s)
-            print(f"step {s}: survivors {a!r} reference {b!r}")
-            if a is None or b is None:
-                print(f"survive: step {s} missing")
-                return 1
-            worst = max(worst, abs(a - b) / abs(b))
-        missing = [s for s in range(1, steps + 1) if s not in job_steps]
-        ok = worst <= 1e-6 and not missing and sorted(ref_steps) == after
+        worst, missing, ref_ok = survive_job.compare(report, ref_report, failed_step, steps)
+        ok = worst <= 1e-6 and not missing and ref_ok
         print(f"survive: rank {victim} lost in step {failed_step} of {steps}, micro-batches "
               f"{recovered.group(2)} after re-planning, recovery {recovered.group(3)} s; steps "
               f"{failed_step}-{steps} of the survivors against the reference: largest relative "

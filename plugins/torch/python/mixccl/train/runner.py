@@ -150,11 +150,16 @@ class Trainer:
         return os.path.join(folder, f"rank{self.rank}.pt")
 
     def save_checkpoint(self, folder):
+        from .survive_checkpoint import optimizer_param_names
         os.makedirs(folder, exist_ok=True)
+        path = self.checkpoint_path(folder)
+        # Written whole, then renamed: a rank lost while writing leaves the previous file.
         torch.save({"step": self.step, "rank": self.rank, "world": self.world,
                     "layers": [self.role.first_layer, self.role.last_layer],
-                    "model": self.parts.state_dict(), "optimizer": self.optimizer.state_dict()},
-                   self.checkpoint_path(folder))
+                    "model": self.parts.state_dict(), "optimizer": self.optimizer.state_dict(),
+                    "param_names": optimizer_param_names(self.parts, self.optimizer)},
+                   path + ".part")
+        os.replace(path + ".part", path)
 
     def load_checkpoint(self, folder):
         path = self.checkpoint_path(folder)

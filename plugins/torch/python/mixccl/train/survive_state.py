@@ -2,11 +2,24 @@
 moments come from the lowest-numbered survivor that held it at the latest step any survivor
 reached (data-parallel replicas hold the same values), broadcast over the shrunk world to the
 ranks whose new stage holds it. A layer whose every holder was lost (a pipeline's only copy)
-cannot be taken from anyone: the recovery then fails naming it."""
+cannot be taken from anyone: LayersLost says which (survive.py then rolls every survivor back
+to the last checkpoint, survive_checkpoint.py, or fails naming them)."""
 import torch
 import torch.distributed as dist
 
 from .pipeline import PeerFailed, wait_for
+
+
+class LayersLost(PeerFailed):
+    """Raised alike on every survivor: no survivor holds `names` at `step`."""
+
+    def __init__(self, rank, names, step):
+        self.names, self.step = names, step
+        super().__init__(f"rank {rank}: no survivor holds {', '.join(names[:4])}"
+                         f"{' ...' if len(names) > 4 else ''} at step {step} (a pipeline lost "
+                         "its only copy of these layers; give --checkpoint DIR "
+                         "--checkpoint-every K to roll back to the last checkpoint by itself, "
+                         "or restart from a checkpoint with --resume)")
 
 
 def held_state(parts, optimizer):
@@ -40,9 +53,7 @@ def take_state(trainer, held, my_step):
     dist.all_gather_object(need, missing)
     lost = sorted({n for m in need for n in m})
     if lost:
-        raise PeerFailed(f"rank {rank}: no survivor holds {', '.join(lost[:4])}"
-                         f"{' ...' if len(lost) > 4 else ''} at step {step} (a pipeline lost its "
-                         "only copy of these layers; restart from a checkpoint with --resume)")
+        raise LayersLost(rank, lost, step)
     for name in sorted(sources):
         src, shape, moments = sources[name]
         numel = 1

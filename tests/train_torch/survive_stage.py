@@ -1,0 +1,68 @@
+"""A pipeline that loses its only copy of some layers finishes (--survive with --checkpoint-every):
+a 3-stage pipeline (types fast, slow, slow; host and gloo adaptors) checkpoints every K steps
+under `mixcclrun --keep-going`; the last stage is killed with SIGKILL once rank 0 has printed
+step KILL. No survivor holds its layers, so the survivors re-plan for fast, slow, roll every
+rank back to the checkpoint (the lost rank's file included) and finish. Then a run of the
+survivors' plan resumed from that checkpoint's state (the recovery's checkpoint) must give the
+same losses from the step after the checkpoint on, within fp32 rounding.
+
+  survive_stage.py SPEC PLAN CLUSTER STEPS KILL EVERY MIXCCLRUN PLANNER ADAPTORS REFERENCE_ADAPTORS"""
+import os
+import re
+import shutil
+import sys
+
+import harness
+import survive_job
+
+
+def main():
+    (spec, plan, cluster, steps, kill_after, every, mixcclrun, planner, adaptors,
+     ref_adaptors) = sys.argv[1:11]
+    steps, kill_after, every = int(steps), int(kill_after), int(every)
+    victim = 2
+    tmp = harness.workdir()
+    try:
+        survive_dir = os.path.join(tmp, "survive")
+        report = os.path.join(tmp, "job.json")
+        rc, text, killed = survive_job.run_and_kill(
+            [mixcclrun, "--keep-going", "--adaptors", adaptors, sys.executable, "-m",
+             "mixccl.train", "--model-spec", spec, "--plan", plan, "--cluster", cluster,
+             "--survive", survive_dir, "--planner", planner, "--steps", str(steps),
+             "--checkpoint", os.path.join(tmp, "checkpoints"), "--checkpoint-every", str(every),
+             "--threads", "1", "--timeout", "20", "--report", report], kill_after, victim)
+        recovered = re.search(rf"\[0\] mixccl.train: lost rank\(s\) {victim} in step (\d+): 2 "
+                              r"ranks go on with \S+ \(micro-batches ([0-9,]+)\)", text)
+        rolled = re.search(r"\[0\] mixccl.train: no survivor held .* every rank rolled back to "
+                           r"the checkpoint of step (\d+) in \S+; steps (\d+)-(\d+) are done "
+                           r"again \(with the failed step (\d+)\)", text)
+        if rc != 0 or not killed or not recovered or not rolled:
+            print(f"survive_stage: the job exited {rc}, killed {killed}, recovery line "
+                  f"{'found' if recovered else 'missing'}, roll-back line "
+                  f"{'found' if rolled else 'missing'}")
+            return 1
+        back_to = int(rolled.group(1))
+        ref_report = os.path.join(tmp, "reference.json")
+        rc, _ = harness.run([mixcclrun, "--adaptors", ref_adaptors, sys.executable, "-m",
+                             "mixccl.train", "--model-spec", spec, "--plan",
+                             os.path.join(survive_dir, "recovery-1", "plan.json"),
+                             "--resume", os.path.join(survive_dir, "recovery-1"), "--steps",
+                             str(steps), "--threads", "1", "--timeout", "20", "--quiet",
+                             "--report", ref_report])
+        if rc != 0:
+            print(f"survive_stage: the reference run exited {rc}")
+            return 1
+        worst, missing, ref_ok = survive_job.compare(report, ref_report, back_to + 1, steps)
+        ok = worst <= 1e-6 and not missing and ref_ok
+        print(f"survive_stage: rank {victim} lost in step {recovered.group(1)} of {steps}, "
+              f"micro-batches {recovered.group(2)} after re-planning, rolled back to step "
+              f"{back_to}, steps {rolled.group(2)}-{rolled.group(3)} done again; steps "
+              f"{back_to + 1}-{steps} of the survivors against the reference: largest relative "
+              f"difference {worst:.1e} {'<=' if worst <= 1e-6 else '>'} 1e-06, steps missing "
+              f"{missing}")
+        return 0 if ok else 1
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+sys.exit(main())
