@@ -13,22 +13,23 @@ import time
 import harness
 
 
-def rank_pid(launcher_pid, rank):
-    """The pid of the launcher's child that runs `rank` (MIXCCL_RANK in its environment)."""
+def rank_pid(launcher_pid, rank, variable="MIXCCL_RANK"):
+    """The pid of the launcher's child that runs `rank` (`variable` in its environment)."""
     with open(f"/proc/{launcher_pid}/task/{launcher_pid}/children") as f:
         for pid in f.read().split():
             try:
                 with open(f"/proc/{pid}/environ", "rb") as e:
-                    if f"MIXCCL_RANK={rank}".encode() in e.read().split(b"\0"):
+                    if f"{variable}={rank}".encode() in e.read().split(b"\0"):
                         return int(pid)
             except OSError:
                 pass
     return None
 
 
-def run_and_kill(cmd, kill_after, victim):
+def run_and_kill(cmd, kill_after, victim, variable="MIXCCL_RANK", step_line=r"\[0\] step +"):
     """(exit status, output, whether the victim was killed) of the job `cmd`; its output is
-    echoed. A job that hangs is killed with its process group after harness.TIMEOUT_S."""
+    echoed. `step_line` is how the launcher shows rank 0's progress lines (a regex). A job that
+    hangs is killed with its process group after harness.TIMEOUT_S."""
     job = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                            start_new_session=True)
     out = []
@@ -39,8 +40,8 @@ def run_and_kill(cmd, kill_after, victim):
         for line in job.stdout:  # a killed job's output ends, which ends the loop
             out.append(line)
             sys.stdout.write(line)
-            if killed_at is None and re.match(rf"\[0\] step +{kill_after}/", line):
-                os.kill(rank_pid(job.pid, victim), signal.SIGKILL)
+            if killed_at is None and re.match(rf"{step_line}{kill_after}/", line):
+                os.kill(rank_pid(job.pid, victim, variable), signal.SIGKILL)
                 killed_at = time.monotonic()
         job.wait()
     finally:

@@ -43,6 +43,9 @@ def parser():
     p.add_argument("--checkpoint", help="folder: save every rank's state at the end")
     p.add_argument("--checkpoint-every", type=int, default=0)
     p.add_argument("--resume", help="folder of a checkpoint of the same plan")
+    p.add_argument("--auto-resume", action="store_true", help="resume from --checkpoint DIR "
+                   "when it holds every rank's checkpoint (a launcher's restart: torchrun "
+                   "--max-restarts), else start fresh")
     p.add_argument("--survive", metavar="DIR", help="survive lost ranks: shrink, re-plan with "
                    "mixccl-plan for --cluster's devices left, go on; each recovery's plan and "
                    "state go to DIR/recovery-K (docs/reliability.md)")
@@ -91,6 +94,8 @@ def main(argv=None):
     rank = job_rank_and_size()[0]
     try:
         check_emulation_options(args)
+        from .restart import check_options as check_restart_options
+        check_restart_options(args)
         spec = load_model_spec(args.model_spec)
         if args.plan_and_run:
             from .plan_and_run import plan_and_run

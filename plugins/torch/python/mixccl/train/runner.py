@@ -118,6 +118,9 @@ class Trainer:
         self.step = 0
         if args.resume:
             self.load_checkpoint(args.resume)
+        elif args.auto_resume:
+            from .restart import auto_resume
+            auto_resume(self)
         self.report = Report(args, spec, self.plan if self.distributed else None, self.world,
                              self.rank)
 
