@@ -1,5 +1,5 @@
 """A pipeline that loses its only copy of some layers finishes (--survive with --checkpoint-every):
-a 3-stage pipeline (types fast, slow, slow; host and gloo adaptors) checkpoints every K steps
+a 3-stage pipeline (types fast, slow, slow; host and gloo adaptors) checkpoints every EVERY steps
 under `mixcclrun --keep-going`; the last stage is killed with SIGKILL once rank 0 has printed
 step KILL. No survivor holds its layers, so the survivors re-plan for fast, slow, roll every
 rank back to the checkpoint (the lost rank's file included) and finish. Then a run of the
@@ -34,14 +34,20 @@ def main():
         recovered = re.search(rf"\[0\] mixccl.train: lost rank\(s\) {victim} in step (\d+): 2 "
                               r"ranks go on with \S+ \(micro-batches ([0-9,]+)\)", text)
         rolled = re.search(r"\[0\] mixccl.train: no survivor held .* every rank rolled back to "
-                           r"the checkpoint of step (\d+) in \S+; steps (\d+)-(\d+) are done "
-                           r"again \(with the failed step (\d+)\)", text)
+                           r"the checkpoint of step (\d+) in \S+; (steps \d+-\d+ are done again|"
+                           r"no finished step is lost) \(with the failed step (\d+)\)", text)
         if rc != 0 or not killed or not recovered or not rolled:
             print(f"survive_stage: the job exited {rc}, killed {killed}, recovery line "
                   f"{'found' if recovered else 'missing'}, roll-back line "
                   f"{'found' if rolled else 'missing'}")
             return 1
-        back_to = int(rolled.group(1))
+        # The victim may finish a step or two after rank 0 printed step KILL (the kill comes
+        # through two pipes): the checkpoint is the last one before the failed step.
+        back_to, failed = int(rolled.group(1)), int(rolled.group(3))
+        if back_to != (failed - 1) // every * every or int(recovered.group(1)) != failed:
+            print(f"survive_stage: rolled back to step {back_to} after failing in step "
+                  f"{failed}: expected the checkpoint of step {(failed - 1) // every * every}")
+            return 1
         ref_report = os.path.join(tmp, "reference.json")
         rc, _ = harness.run([mixcclrun, "--adaptors", ref_adaptors, sys.executable, "-m",
                              "mixccl.train", "--model-spec", spec, "--plan",
@@ -55,8 +61,8 @@ def main():
         worst, missing, ref_ok = survive_job.compare(report, ref_report, back_to + 1, steps)
         ok = worst <= 1e-6 and not missing and ref_ok
         print(f"survive_stage: rank {victim} lost in step {recovered.group(1)} of {steps}, "
-              f"micro-batches {recovered.group(2)} after re-planning, rolled back to step "
-              f"{back_to}, steps {rolled.group(2)}-{rolled.group(3)} done again; steps "
+              f"micro-batches {recovered.group(2)} after re-planning, rolled back to the "
+              f"checkpoint before it (step {back_to}: {rolled.group(2)}); steps "
               f"{back_to + 1}-{steps} of the survivors against the reference: largest relative "
               f"difference {worst:.1e} {'<=' if worst <= 1e-6 else '>'} 1e-06, steps missing "
               f"{missing}")
