@@ -77,7 +77,7 @@ EnvParams load() {
   p.socketBufferBytes = readDerivedInt("MIXCCL_SOCKET_BUFFER_BYTES", 0, 1 << 30);
   p.socketCongestion =
       readName("MIXCCL_SOCKET_CONGESTION", {"default", "reno", "cubic", "bbr"}, "reno");
-  p.algo = readChoice("MIXCCL_ALGO", {"auto", "ring", "rd", "rh"}, "auto");
+  p.algo = readChoice("MIXCCL_ALGO", {"auto", "ring", "rd", "rh", "hierarchical-host"}, "auto");
   p.rdThresholdBytes = (size_t)readInt("MIXCCL_RD_THRESHOLD", 64 << 10, 0, 1LL << 40);
   p.rhThresholdBytes = readDerivedInt("MIXCCL_RH_THRESHOLD", 0, 1LL << 40);
   p.chunkBytes = readDerivedInt("MIXCCL_CHUNK_BYTES", 1024, 1LL << 30);
@@ -89,6 +89,7 @@ EnvParams load() {
   p.checkMismatch = readBool("MIXCCL_CHECK_MISMATCH", false);
   p.pluginPath = readString("MIXCCL_PLUGIN_PATH", "");
   p.domainSplit = readString("MIXCCL_DOMAIN_SPLIT", "");
+  p.hierHosts = readString("MIXCCL_HIER_HOSTS", "");
   p.hierPieceBytes = (size_t)readInt("MIXCCL_HIER_PIECE_BYTES", 1 << 20, 1024, 1LL << 30);
   p.shmDisable = readBool("MIXCCL_SHM_DISABLE", false);
   p.connect = readString("MIXCCL_CONNECT", "auto");

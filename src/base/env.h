@@ -19,7 +19,8 @@ struct EnvParams {
   // The three sizes below are -1 when unset: the communicator derives them (algo/tuning.h).
   long long socketBufferBytes;  // MIXCCL_SOCKET_BUFFER_BYTES: same-host SO_SNDBUF/SO_RCVBUF; 0 kernel's
   std::string socketCongestion;  // MIXCCL_SOCKET_CONGESTION: same-host TCP congestion control
-  std::string algo;           // MIXCCL_ALGO: auto, ring, rd (recursive doubling), rh (halving)
+  std::string algo;           // MIXCCL_ALGO: auto, ring, rd (recursive doubling), rh (halving),
+                              // hierarchical-host
   size_t rdThresholdBytes;    // MIXCCL_RD_THRESHOLD: AllReduce below this uses rd
   long long rhThresholdBytes;  // MIXCCL_RH_THRESHOLD: below this (power-of-two n >= 4) rh
   long long chunkBytes;       // MIXCCL_CHUNK_BYTES: pipelining unit of ring algorithms
@@ -32,6 +33,7 @@ struct EnvParams {
   bool checkMismatch;         // MIXCCL_CHECK_MISMATCH: compare every collective across ranks
   std::string pluginPath;     // MIXCCL_PLUGIN_PATH: folders searched for adaptor plugins
   std::string domainSplit;    // MIXCCL_DOMAIN_SPLIT: artificial domains of a homogeneous job
+  std::string hierHosts;      // MIXCCL_HIER_HOSTS: host label per rank, for the algorithms only
   size_t hierPieceBytes;      // MIXCCL_HIER_PIECE_BYTES: pipelining unit across domains
   bool shmDisable;            // MIXCCL_SHM_DISABLE: same-host peers use the network transport
   size_t shmBytes;            // MIXCCL_SHM_BYTES: ring of each shared-memory segment; 0 (unset):

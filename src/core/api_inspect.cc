@@ -8,6 +8,7 @@
 
 #include "algo/algorithms.h"
 #include "adaptors/adaptor_loader.h"
+#include "algo/host_map.h"
 #include "core/api_support.h"
 #include "core/collective_dispatch.h"
 
@@ -129,6 +130,11 @@ Result valueOf(const Comm* comm, const std::string& key, std::string* value) {
     *value = domainIndices(comm);
     return mixcclSuccess;
   }
+  // The ranks grouped by host as the host-hierarchical collectives see them (algo/host_map.h).
+  if (key == "hosts") {
+    *value = describeHosts(comm->hostMap);
+    return mixcclSuccess;
+  }
   if (key == "shm_slot_bytes") {
     *value = std::to_string(comm->shmSlots ? comm->shmSlots->slotBytes() : 0);
     return mixcclSuccess;
@@ -144,7 +150,7 @@ Result valueOf(const Comm* comm, const std::string& key, std::string* value) {
     return mixcclSuccess;
   }
   return raiseError(mixcclInvalidArgument, "%s: unknown key '%s' (keys: transport.<peer>, "
-                    "transport_why.<peer>, transport_detail.<peer>, device_direct.<peer>, algo.allreduce.<bytes>, algo.allgather.<bytes>, algo.broadcast.<bytes>, algo.reduce.<bytes>, tuning, tuning.chunk_bytes, tuning.rh_threshold_bytes, tuning.socket_buffer_bytes, connect, connected_peers, domains, adaptor.<rank>, memory, shm_slot_bytes)",
+                    "transport_why.<peer>, transport_detail.<peer>, device_direct.<peer>, algo.allreduce.<bytes>, algo.allgather.<bytes>, algo.broadcast.<bytes>, algo.reduce.<bytes>, tuning, tuning.chunk_bytes, tuning.rh_threshold_bytes, tuning.socket_buffer_bytes, connect, connected_peers, domains, hosts, adaptor.<rank>, memory, shm_slot_bytes)",
                     kFn, key.c_str());
 }
 

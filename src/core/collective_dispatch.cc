@@ -6,6 +6,7 @@
 #include "adaptors/adaptor_loader.h"
 #include "algo/domain_coll.h"
 #include "algo/hierarchical.h"
+#include "algo/host_hierarchical.h"
 #include "algo/native_pairwise.h"
 #include "algo/reduce.h"
 #include "algo/slot_collectives.h"
@@ -113,6 +114,29 @@ SlotCall slotCallOf(const CollCall& call) {
   return SlotCall{call.kind, call.sendbuf, call.recvbuf, call.count, call.type, call.op, call.root};
 }
 
+// One domain whose ranks span hosts: AllReduce, Broadcast and Reduce inside each host, among
+// one leader per host, inside each host (algo/host_hierarchical.h); every rank holds the same
+// host map, so every rank takes the same branch.
+bool hostHierarchyTakes(const Comm* comm, CollKind kind) {
+  return (kind == CollKind::AllReduce || kind == CollKind::Broadcast ||
+          kind == CollKind::Reduce) && useHostHierarchy(comm->hostMap);
+}
+
+Result runAcrossHosts(Comm* comm, CollContext& c, const CollCall& call) {
+  const HostHierContext h{comm->hostMap, comm->rank, *comm->proxy, c.transfers.deadline(),
+                          c.transfers.stamp(), c.chunkBytes, c.rhThresholdBytes};
+  switch (call.kind) {
+    case CollKind::AllReduce:
+      return hostHierarchicalAllReduce(h, call.sendbuf, call.recvbuf, call.count, call.type, call.op);
+    case CollKind::Broadcast:
+      return hostHierarchicalBroadcast(h, call.sendbuf, call.recvbuf, call.count, call.type, call.root);
+    case CollKind::Reduce:
+      return hostHierarchicalReduce(h, call.sendbuf, call.recvbuf, call.count, call.type, call.op, call.root);
+    default:
+      return raiseError(mixcclInternalError, "runAcrossHosts: unexpected collective");
+  }
+}
+
 }  // namespace
 
 // Several domains, host memory: the cross-domain algorithms for AllReduce and Broadcast; the
@@ -198,6 +222,7 @@ const char* algorithmName(const Comm* comm, CollKind kind, size_t bytes) {
   // runAcrossDomains (the staged path too): cross-domain AllReduce and Broadcast, else runFlat.
   if (route != CollRoute::Flat && (kind == CollKind::AllReduce || kind == CollKind::Broadcast))
     return "hierarchical";
+  if (route == CollRoute::Flat && hostHierarchyTakes(comm, kind)) return "hierarchical-host";
   switch (kind) {
     case CollKind::AllReduce:
       return allReduceAlgoName(chooseAllReduceAlgo(bytes, comm->nranks, comm->tuning.rhThresholdBytes));
@@ -224,7 +249,8 @@ Result runCollective(Comm* comm, CollContext& c, const CollCall& call,
   if (preMul) return runStaged(comm, call, preMul);
   switch (route) {
     case CollRoute::Native: return runNative(comm, c, call);
-    case CollRoute::Flat: return runFlat(c, call);
+    case CollRoute::Flat:
+      return hostHierarchyTakes(comm, call.kind) ? runAcrossHosts(comm, c, call) : runFlat(c, call);
     case CollRoute::Staged: return runStaged(comm, call, preMul);
     case CollRoute::AcrossDomains: break;
   }

@@ -22,8 +22,8 @@ CollRoute routeOf(const Comm* comm);
 
 // The algorithm runCollective runs for kind on comm with `bytes` (AllReduce: the per-rank
 // message; AllGather: the whole result, as the rh threshold counts it): "native",
-// "hierarchical", "ring", "rd", "rh", "chain", "pairwise", "direct", "slots". mixcclCommInspect's
-// answer, so what tests assert is what dispatch does.
+// "hierarchical", "hierarchical-host" (ranks on several hosts), "ring", "rd", "rh", "chain",
+// "pairwise", "direct", "slots". mixcclCommInspect's answer, so what tests assert is what dispatch does.
 const char* algorithmName(const Comm* comm, CollKind kind, size_t bytes);
 
 // Whether the shared-memory slots (algo/slot_collectives.h) take call: one host domain whose

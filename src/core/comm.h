@@ -63,6 +63,9 @@ struct mixcclComm {
   // and this rank's native domain communicator (null for the host adaptor, docs/adaptors.md).
   const mixccl::Adaptor* adaptor = nullptr;
   mixccl::DomainMap domainMap;
+  // The ranks grouped by host (algo/host_map.h: real hosts, or MIXCCL_HIER_HOSTS), for the
+  // host-hierarchical collectives.
+  mixccl::DomainMap hostMap;
   std::unique_ptr<mixccl::DomainComm> domainComm;
   // Device memory in a job with several domains: the thread that runs staged collectives in
   // stream order (staged_executor.h); made at the first such call.

@@ -12,6 +12,7 @@
 #include "core/comm.h"
 #include "core/comm_topology.h"
 #include "adaptors/adaptor_loader.h"
+#include "algo/host_map.h"
 #include "algo/tuning.h"
 #include "core/domain_comm.h"
 #include "core/comm_registry.h"
@@ -141,6 +142,18 @@ Result connectTransports(Comm* comm, const UniqueIdData& id, const MeshParams& m
   }
   if (!line.empty()) INFO(kLogInit | kLogNet, "rank %d: transports: %s", rank, line.c_str());
   return agreeDeviceDirect(comm, *out, *conns, deadline);
+}
+
+// The ranks grouped by host, from the peer table (every rank holds the same) or
+// MIXCCL_HIER_HOSTS's labels, for the host-hierarchical collectives (algo/host_hierarchical.h).
+Result setupHostMap(Comm* comm) {
+  std::vector<uint64_t> keys;
+  for (const PeerInfo& p : comm->peers) keys.push_back(p.hostHash);
+  MIXCCL_CHECK(parseHostSplit(env().hierHosts, comm->nranks, &keys));
+  comm->hostMap = groupRanksByHost(keys);
+  INFO(kLogInit | kLogColl, "rank %d: %s%s", comm->rank, describeHosts(comm->hostMap).c_str(),
+       env().hierHosts.empty() ? "" : " (MIXCCL_HIER_HOSTS)");
+  return mixcclSuccess;
 }
 
 // The shared-memory slots of small collectives (transport/shm_slots.h), while the control
@@ -330,6 +343,7 @@ Result connectComm(Comm* comm, const UniqueIdData& givenId, const PeerExchange& 
     INFO(kLogInit | kLogColl, "rank %d: tuning: %s", rank, comm->tuning.describe().c_str());
   }
   MIXCCL_CHECK(setupDomains(comm));
+  MIXCCL_CHECK(setupHostMap(comm));
   INFO(kLogInit, "rank %d of %d ready (comm %016llx%s%s)", rank, nranks,
        (unsigned long long)id.commHash, config.commName.empty() ? "" : ", ",
        config.commName.c_str());
