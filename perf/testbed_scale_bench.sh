@@ -2,14 +2,15 @@
 # Many "hosts" in the namespace testbed (tests/testbed/testbed.sh, docs/testbed.md), R ranks on
 # each, started by host_ranks.sh; every rank runs perf/testbed_scale_rank (init time, descriptors,
 # 8-byte AllReduce latency, 1 MiB AllReduce) in two cases, alternating, --reps times each:
-#   hier  the default: AllReduce runs hierarchical-host (inside hosts, among one leader per
-#         host, inside hosts: algo/host_hierarchical.h)
+#   hier  the default (auto): AllReduce runs hierarchical-host (inside hosts, among one leader
+#         per host, inside hosts: algo/host_hierarchical.h) where its rule says so
+#   forced  MIXCCL_ALGO=hierarchical-host: every size hierarchical-host
 #   flat  MIXCCL_HIER_HOSTS with one label for every rank: the same job with the flat algorithm
 #         auto picks (recursive doubling at 8 bytes, ring or recursive halving at 1 MiB)
 # Prints one line per run of medians over the ranks (and the slowest init, the largest fd count).
 #
 #   perf/testbed_scale_bench.sh [--build DIR] [--hosts 16] [--ranks-per-host 4] [--reps 1]
-#     [--iters 20] [--cases hier,flat] [--timeout 300]
+#     [--iters 20] [--cases hier,forced,flat] [--timeout 300]
 #
 # Needs root (network namespaces); exits 77 with the reason otherwise.
 set -u
@@ -58,6 +59,7 @@ for ((rep = 1; rep <= REPS; rep++)); do
     log=$OUT/$c.$rep.log
     case $c in
       hier) extra=() ;;
+      forced) extra=(MIXCCL_ALGO=hierarchical-host) ;;
       flat) extra=(MIXCCL_HIER_HOSTS=$oneHost) ;;
       *) echo "testbed_scale_bench: unknown case $c" >&2; exit 2 ;;
     esac

@@ -76,14 +76,15 @@ mixcclRedOp_t sumForAvg(mixcclRedOp_t op) { return op == mixcclAvg ? mixcclSum :
 
 }  // namespace
 
-bool useHostHierarchy(const DomainMap& hosts) {
+bool useHostHierarchy(const DomainMap& hosts, size_t bytes) {
   const std::string& forced = env().algo;
   if (forced == "ring" || forced == "rd" || forced == "rh") return false;
   if (hosts.domains.size() < 2) return false;
   if (forced == "hierarchical-host") return true;
-  for (const Domain& host : hosts.domains)
-    if (host.ranks.size() >= 2) return true;
-  return false;
+  bool sharedHost = false;
+  for (const Domain& host : hosts.domains) sharedHost |= host.ranks.size() >= 2;
+  if (!sharedHost) return false;
+  return bytes >= env().rdThresholdBytes || (int)hosts.domainOf.size() > kHostHierSmallMinRanks;
 }
 
 Result hostHierarchicalAllReduce(const HostHierContext& h, const void* sendbuf, void* recvbuf,
