@@ -10,12 +10,13 @@
 # Prints one line per run of medians over the ranks (and the slowest init, the largest fd count).
 #
 #   perf/testbed_scale_bench.sh [--build DIR] [--hosts 16] [--ranks-per-host 4] [--reps 1]
-#     [--iters 20] [--cases hier,forced,flat] [--timeout 300]
+#     [--iters 20] [--cases hier,forced,flat] [--timeout 300] [--bw RATE [--burst SIZE]]
+# --bw limits each host's link per direction (tc tbf, testbed.sh --bw; --burst default 64kb).
 #
 # Needs root (network namespaces); exits 77 with the reason otherwise.
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=$here/build HOSTS=16 RPH=4 REPS=1 ITERS=20 CASES=hier,flat TIMEOUT=300
+BUILD=$here/build HOSTS=16 RPH=4 REPS=1 ITERS=20 CASES=hier,flat TIMEOUT=300 SHAPE=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) BUILD=$2; shift 2 ;;
@@ -25,11 +26,13 @@ while [ $# -gt 0 ]; do
     --iters) ITERS=$2; shift 2 ;;
     --cases) CASES=$2; shift 2 ;;
     --timeout) TIMEOUT=$2; shift 2 ;;
+    --bw) SHAPE+=(--bw "$2"); shift 2 ;;
+    --burst) SHAPE+=(--burst "$2"); shift 2 ;;
     *) echo "testbed_scale_bench: unknown option $1" >&2; exit 2 ;;
   esac
 done
 TESTBED=$here/tests/testbed/testbed.sh
-"$TESTBED" check || exit $?
+"$TESTBED" check "${SHAPE[@]:0:2}" || exit $?
 N=$((HOSTS * RPH))
 oneHost=$(python3 -c "print(','.join(['0'] * $N))")
 summarize() {  # case, log
@@ -50,7 +53,7 @@ print(f"| {hosts} x {rph} | {case} | {med('init_s'):.2f} / {max(float(r['init_s'
 PY
 }
 OUT=$(mktemp -d /tmp/testbed_scale.XXXXXX)
-echo "testbed_scale_bench: $HOSTS hosts x $RPH ranks, $ITERS 8-byte AllReduces, logs in $OUT"
+echo "testbed_scale_bench: $HOSTS hosts x $RPH ranks, $ITERS 8-byte AllReduces${SHAPE[*]:+, ${SHAPE[*]}}, logs in $OUT"
 echo "| hosts x ranks | case | init s (median / slowest) | fds per rank after init / after collectives | sockets | peers | 8 B AllReduce us | 1 MiB AllReduce ms | 1 MiB busbw GB/s | algorithm 8 B / 1 MiB |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
 rc=0
@@ -63,7 +66,7 @@ for ((rep = 1; rep <= REPS; rep++)); do
       flat) extra=(MIXCCL_HIER_HOSTS=$oneHost) ;;
       *) echo "testbed_scale_bench: unknown case $c" >&2; exit 2 ;;
     esac
-    env "${extra[@]}" MIXCCL_TIMEOUT_S=$((TIMEOUT - 30)) "$TESTBED" exec "$HOSTS" --timeout "$TIMEOUT" -- \
+    env "${extra[@]}" MIXCCL_TIMEOUT_S=$((TIMEOUT - 30)) "$TESTBED" exec "$HOSTS" "${SHAPE[@]}" --timeout "$TIMEOUT" -- \
       "$here/tests/testbed/host_ranks.sh" "$RPH" "$BUILD/perf/testbed_scale_rank" "$ITERS" >"$log" 2>&1 \
       || { echo "testbed_scale_bench: case $c run $rep failed (see $log)" >&2; rc=1; continue; }
     summarize "$c" "$log" || rc=1
