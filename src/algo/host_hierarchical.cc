@@ -38,16 +38,21 @@ int leaderIndexInHost(const HostHierContext& h, const Group& leaders) {
   return h.hosts.indexInDomain[leaders.members[h.hosts.domainOf[h.rank]]];
 }
 
+// Below MIXCCL_RD_THRESHOLD the binomial tree, also for two ranks (one message each way, where
+// the chain took 4-10x the time of the whole flat AllReduce at 8 bytes on the testbed's
+// 2-rank hosts).
+bool smallForTree(size_t bytes) { return env().algo != "ring" && bytes < env().rdThresholdBytes; }
+
 Result treeOrChainReduce(CollContext& c, const void* in, void* out, size_t count,
                          mixcclDataType_t type, mixcclRedOp_t op, int root) {
-  if (useBinomialTree(count * dataTypeSize(type), c.nranks))
+  if (smallForTree(count * dataTypeSize(type)))
     return binomialTreeReduce(c, in, out, count, type, op, root);
   return chainReduce(c, in, out, count, type, op, root);
 }
 
 Result treeOrChainBroadcast(CollContext& c, const void* in, void* out, size_t count,
                             mixcclDataType_t type, int root) {
-  if (useBinomialTree(count * dataTypeSize(type), c.nranks))
+  if (smallForTree(count * dataTypeSize(type)))
     return binomialTreeBroadcast(c, in, out, count, type, root);
   return chainBroadcast(c, in, out, count, type, root);
 }
@@ -76,15 +81,14 @@ mixcclRedOp_t sumForAvg(mixcclRedOp_t op) { return op == mixcclAvg ? mixcclSum :
 
 }  // namespace
 
-bool useHostHierarchy(const DomainMap& hosts, size_t bytes) {
+bool useHostHierarchy(const DomainMap& hosts) {
   const std::string& forced = env().algo;
   if (forced == "ring" || forced == "rd" || forced == "rh") return false;
   if (hosts.domains.size() < 2) return false;
   if (forced == "hierarchical-host") return true;
-  bool sharedHost = false;
-  for (const Domain& host : hosts.domains) sharedHost |= host.ranks.size() >= 2;
-  if (!sharedHost) return false;
-  return bytes >= env().rdThresholdBytes || (int)hosts.domainOf.size() > kHostHierSmallMinRanks;
+  for (const Domain& host : hosts.domains)
+    if (host.ranks.size() >= 2) return true;
+  return false;
 }
 
 Result hostHierarchicalAllReduce(const HostHierContext& h, const void* sendbuf, void* recvbuf,

@@ -27,21 +27,18 @@ struct HostHierContext {
   size_t rhThresholdBytes; // Tuning::rhThresholdBytes
 };
 
-// Whether an AllReduce, Broadcast or Reduce of `bytes` runs host-hierarchically:
-// MIXCCL_ALGO=ring|rd|rh forbids it, MIXCCL_ALGO=hierarchical-host forces it wherever the ranks
-// span two hosts or more. Otherwise (auto) the ranks must span two hosts or more with two
-// ranks or more on some host (with one rank per host the leaders are all the ranks: nothing to
-// save), and either
-//  - bytes >= MIXCCL_RD_THRESHOLD: each host's data crosses between hosts once, through its
-//    leader, where the flat ring or recursive halving sends every rank's share across; or
-//  - more than kHostHierSmallMinRanks ranks: the flat recursive doubling's log2(n) rounds
-//    send a message per rank across hosts in each of its log2(hosts) cross-host rounds, the
-//    hierarchy one per host, for log2(ranks per host) more rounds inside hosts. Measured on
-//    the namespace testbed (docs/scale.md, "Across hosts"): 8 bytes took half the flat time
-//    at 16 hosts x 4 ranks, the same at 4 x 4 and three times as long at 2 x 2.
-// The map is the same on every rank, so every rank decides alike.
-constexpr int kHostHierSmallMinRanks = 16;
-bool useHostHierarchy(const DomainMap& hosts, size_t bytes);
+// Whether AllReduce, Broadcast and Reduce run host-hierarchically: MIXCCL_ALGO=ring|rd|rh
+// forbids it, MIXCCL_ALGO=hierarchical-host forces it wherever the ranks span two hosts or more.
+// Otherwise (auto) wherever the ranks span two hosts or more with two ranks or more on some
+// host, at every size: each host's data then crosses between hosts once, through its leader,
+// where the flat recursive doubling, halving or ring sends every rank's share across (3x
+// faster at 1 MiB over 200 Mbit/s links), and a small message pays log2(ranks per host) more
+// rounds inside hosts against one message per host instead of one per rank in each round
+// across (as fast as the flat recursive doubling at 2 hosts x 2 ranks on the namespace
+// testbed, twice as fast at 16 x 4: docs/scale.md, "Across hosts"). With one rank per host
+// the leaders are all the ranks: nothing to save. The map is the same on every rank, so
+// every rank decides alike.
+bool useHostHierarchy(const DomainMap& hosts);
 
 // Reduce to each host's first rank (binomial tree below MIXCCL_RD_THRESHOLD, else the
 // pipelined chain), AllReduce among those leaders (recursive doubling for small messages,

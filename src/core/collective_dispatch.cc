@@ -117,9 +117,9 @@ SlotCall slotCallOf(const CollCall& call) {
 // One domain whose ranks span hosts: AllReduce, Broadcast and Reduce inside each host, among
 // one leader per host, inside each host (algo/host_hierarchical.h); every rank holds the same
 // host map, so every rank takes the same branch.
-bool hostHierarchyTakes(const Comm* comm, CollKind kind, size_t bytes) {
+bool hostHierarchyTakes(const Comm* comm, CollKind kind) {
   return (kind == CollKind::AllReduce || kind == CollKind::Broadcast ||
-          kind == CollKind::Reduce) && useHostHierarchy(comm->hostMap, bytes);
+          kind == CollKind::Reduce) && useHostHierarchy(comm->hostMap);
 }
 
 Result runAcrossHosts(Comm* comm, CollContext& c, const CollCall& call) {
@@ -222,7 +222,7 @@ const char* algorithmName(const Comm* comm, CollKind kind, size_t bytes) {
   // runAcrossDomains (the staged path too): cross-domain AllReduce and Broadcast, else runFlat.
   if (route != CollRoute::Flat && (kind == CollKind::AllReduce || kind == CollKind::Broadcast))
     return "hierarchical";
-  if (route == CollRoute::Flat && hostHierarchyTakes(comm, kind, bytes)) return "hierarchical-host";
+  if (route == CollRoute::Flat && hostHierarchyTakes(comm, kind)) return "hierarchical-host";
   switch (kind) {
     case CollKind::AllReduce:
       return allReduceAlgoName(chooseAllReduceAlgo(bytes, comm->nranks, comm->tuning.rhThresholdBytes));
@@ -250,8 +250,7 @@ Result runCollective(Comm* comm, CollContext& c, const CollCall& call,
   switch (route) {
     case CollRoute::Native: return runNative(comm, c, call);
     case CollRoute::Flat:
-      return hostHierarchyTakes(comm, call.kind, call.count * dataTypeSize(call.type))
-                 ? runAcrossHosts(comm, c, call) : runFlat(c, call);
+      return hostHierarchyTakes(comm, call.kind) ? runAcrossHosts(comm, c, call) : runFlat(c, call);
     case CollRoute::Staged: return runStaged(comm, call, preMul);
     case CollRoute::AcrossDomains: break;
   }
