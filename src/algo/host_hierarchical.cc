@@ -41,7 +41,7 @@ int leaderIndexInHost(const HostHierContext& h, const Group& leaders) {
 // Below MIXCCL_RD_THRESHOLD the binomial tree, also for two ranks (one message each way, where
 // the chain took 4-10x the time of the whole flat AllReduce at 8 bytes on the testbed's
 // 2-rank hosts).
-bool smallForTree(size_t bytes) { return env().algo != "ring" && bytes < env().rdThresholdBytes; }
+bool smallForTree(size_t bytes) { return bytes < env().rdThresholdBytes; }
 
 Result treeOrChainReduce(CollContext& c, const void* in, void* out, size_t count,
                          mixcclDataType_t type, mixcclRedOp_t op, int root) {
