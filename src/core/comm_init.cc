@@ -16,6 +16,7 @@
 #include "algo/tuning.h"
 #include "core/domain_comm.h"
 #include "core/comm_registry.h"
+#include "core/comm_slots.h"
 #include "core/lazy_connector.h"
 #include "core/recovery_listener.h"
 #include "base/env.h"
@@ -165,19 +166,8 @@ Result setupSlots(Comm* comm, const std::vector<std::unique_ptr<Connection>>& li
   for (int r = 0; r < comm->nranks; ++r)
     if (r != comm->rank && (!links[r] || std::string(links[r]->transportName()) != "shm"))
       return mixcclSuccess;
-  ShmSlotsParams sp;
-  sp.rank = comm->rank;
-  sp.nranks = comm->nranks;
-  sp.commHash = comm->id.commHash;
-  std::string sizeWhy = "MIXCCL_SHM_SLOT_BYTES";
-  if (env().shmSlotBytes >= 0) {
-    sp.slotBytes = (size_t)env().shmSlotBytes;
-  } else {
-    const TopoCaches caches = hostCaches(comm->rank);
-    sp.slotBytes = shmSlotBytesFor(caches.l2.bytes, caches.l2.cores, comm->nranks, &sizeWhy);
-  }
-  sp.spinUs = env().spinUs;
-  sp.yieldWhileSpinning = comm->nranks > onlineCpuCount();
+  std::string sizeWhy;
+  const ShmSlotsParams sp = shmSlotsParamsFor(comm, &sizeWhy);
   std::vector<std::string> names;
   for (int r = 0; r < comm->nranks; ++r) names.push_back(comm->peerName(r));
   std::string why;
@@ -293,8 +283,8 @@ Result connectComm(Comm* comm, const UniqueIdData& givenId, const PeerExchange& 
   } else {
     // Nothing is connected yet: whatever needs a pair connects it (lazy_connector.h). Without
     // control connections to agree over, device memory is staged (socket and shared memory
-    // move host memory only anyway) and the shared-memory slots, which every pair needs, stay
-    // off.
+    // move host memory only anyway); the shared-memory slots are agreed later, over init's
+    // collectives (setupSlotsOverCollectives).
     comm->transportWhy.assign(nranks, "");
     comm->deviceDirect.pair.assign(nranks, false);
     comm->deviceDirect.why.assign(nranks, "no (connected on first use over socket or shared "
@@ -342,6 +332,7 @@ Result connectComm(Comm* comm, const UniqueIdData& givenId, const PeerExchange& 
     MIXCCL_CHECK(agreeTuning(ctx, &comm->tuning));
     INFO(kLogInit | kLogColl, "rank %d: tuning: %s", rank, comm->tuning.describe().c_str());
   }
+  if (comm->lazyConnect) MIXCCL_CHECK(setupSlotsOverCollectives(comm, deadline));
   MIXCCL_CHECK(setupDomains(comm));
   MIXCCL_CHECK(setupHostMap(comm));
   INFO(kLogInit, "rank %d of %d ready (comm %016llx%s%s)", rank, nranks,

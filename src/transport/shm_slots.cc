@@ -2,6 +2,7 @@
 
 #include <linux/futex.h>
 #include <sched.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -12,6 +13,8 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <fstream>
+#include <sstream>
 
 #include "base/error.h"
 #include "base/log.h"
@@ -58,6 +61,30 @@ long futexCall(std::atomic<uint32_t>* word, int op, uint32_t value, const timesp
   return syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), op, value, ts, nullptr, 0);
 }
 
+// This process's pid namespace (the inode of /proc/self/ns/pid), 0 if unknown.
+uint64_t pidNamespaceId() {
+  struct stat st;
+  return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
+// A process's start time in clock ticks since boot (field 22 of /proc/<pid>/stat); false when
+// the process is gone or a zombie (killed, not yet reaped by its parent).
+bool processStartTime(pid_t pid, uint64_t* start) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!in || !std::getline(in, line)) return false;
+  // The command name (field 2) may hold spaces and parentheses: the fields after it follow the
+  // last ')'.
+  const size_t close = line.rfind(')');
+  if (close == std::string::npos) return false;
+  std::istringstream fields(line.substr(close + 1));
+  std::string state, skip;
+  fields >> state;  // field 3
+  if (state == "Z" || state == "X" || state == "x") return false;
+  for (int f = 4; f < 22; ++f) fields >> skip;
+  return static_cast<bool>(fields >> *start);
+}
+
 // Every rank answers ok or not after a step; one failure anywhere fails the setup everywhere.
 Result agreeOnStep(const std::vector<int>& peers, const std::vector<std::vector<Socket>>& conns,
                    const std::vector<std::string>& names, const Deadline& deadline, Result mine,
@@ -85,6 +112,9 @@ Result ShmSlots::createMine() {
   h->commHash = p_.commHash;
   h->ownerRank = p_.rank;
   h->ownerPid = (int32_t)getpid();
+  uint64_t started = 0;
+  h->ownerPidNamespace = processStartTime(getpid(), &started) ? pidNamespace_ : 0;
+  h->ownerStartTime = started;
   h->wakeWord.store(0, std::memory_order_relaxed);
   h->sleepers.store(0, std::memory_order_relaxed);
   h->closed.store(0, std::memory_order_relaxed);
@@ -138,20 +168,34 @@ Result ShmSlots::setup(const ShmSlotsParams& p, const std::vector<std::vector<So
   if (!why->empty()) return mixcclSuccess;
 
   // 2. Each rank creates its own segment, 3. maps everyone else's; 4. no name stays.
-  std::unique_ptr<ShmSlots> s(new ShmSlots(p));
-  s->names_ = peerNames;
-  Result r = agreeOnStep(peers, conns, names, deadline, s->createMine(), p.rank, "create");
-  if (r == mixcclSuccess) {
-    Result mapped = mixcclSuccess;
-    for (int q : peers)
-      if (mapped == mixcclSuccess) mapped = s->openPeer(q);
-    r = agreeOnStep(peers, conns, names, deadline, mapped, p.rank, "map");
-  }
-  for (int q = 0; q < p.nranks; ++q) ShmSegment::unlink(shmSlotsSegmentName(p.commHash, q));
+  std::unique_ptr<ShmSlots> s;
+  Result r = agreeOnStep(peers, conns, names, deadline, create(p, peerNames, &s), p.rank, "create");
+  if (r == mixcclSuccess) r = agreeOnStep(peers, conns, names, deadline, s->mapPeers(), p.rank, "map");
+  unlinkAll(p.commHash, p.nranks);
   if (r != mixcclSuccess) return r;
   *out = std::move(s);
   *why = std::to_string(p.slotBytes) + "-byte slots";
   return mixcclSuccess;
+}
+
+Result ShmSlots::create(const ShmSlotsParams& p, const std::vector<std::string>& peerNames,
+                        std::unique_ptr<ShmSlots>* out) {
+  std::unique_ptr<ShmSlots> s(new ShmSlots(p));
+  s->names_ = peerNames;
+  s->pidNamespace_ = pidNamespaceId();
+  MIXCCL_CHECK(s->createMine());
+  *out = std::move(s);
+  return mixcclSuccess;
+}
+
+Result ShmSlots::mapPeers() {
+  for (int q = 0; q < p_.nranks; ++q)
+    if (q != p_.rank) MIXCCL_CHECK(openPeer(q));
+  return mixcclSuccess;
+}
+
+void ShmSlots::unlinkAll(uint64_t commHash, int nranks) {
+  for (int q = 0; q < nranks; ++q) ShmSegment::unlink(shmSlotsSegmentName(commHash, q));
 }
 
 ShmSlots::~ShmSlots() {
@@ -237,6 +281,11 @@ Result ShmSlots::checkWhileWaiting(int r, uint64_t seq, const Deadline& deadline
     health.fail(mixcclRemoteError, msg, r);
     return adoptError(mixcclRemoteError, msg);
   }
+  if (ownerDied(r) && !arrived(r, seq)) {
+    msg = me + names_[r] + " died (its process has ended) while this rank waited for it";
+    health.fail(mixcclRemoteError, msg, r);
+    return adoptError(mixcclRemoteError, msg);
+  }
   if (!deadline.expired()) return mixcclSuccess;
   std::string missing;
   for (int q = 0; q < p_.nranks; ++q)
@@ -244,6 +293,20 @@ Result ShmSlots::checkWhileWaiting(int r, uint64_t seq, const Deadline& deadline
   msg = me + missing + " did not join within the timeout (MIXCCL_TIMEOUT_S)";
   health.fail(mixcclTimeout, msg, r);
   return adoptError(mixcclTimeout, msg);
+}
+
+// A peer that died is reported by the peers connected to it (failure notices reach health
+// through them), but a communicator connected on first use may have no connection to it at
+// all: on one host its process can be looked at directly, every kLivenessCheckMs at most.
+// Only when both share a pid namespace (else the pid means another process or none).
+bool ShmSlots::ownerDied(int r) const {
+  const ShmSlotsHeader* h = headerOfSegment(r);
+  if (pidNamespace_ == 0 || h->ownerPidNamespace != pidNamespace_) return false;
+  const auto now = Clock::now();
+  if (now < nextLivenessCheck_) return false;
+  nextLivenessCheck_ = now + std::chrono::milliseconds(kLivenessCheckMs);
+  uint64_t started = 0;
+  return !processStartTime(h->ownerPid, &started) || started != h->ownerStartTime;
 }
 
 }  // namespace mixccl

@@ -27,7 +27,7 @@
 namespace mixccl {
 
 constexpr uint32_t kShmSlotsMagic = 0x544c5353;  // "SSLT"
-constexpr uint32_t kShmSlotsVersion = 1;
+constexpr uint32_t kShmSlotsVersion = 2;
 constexpr size_t kShmSlotsHeaderBytes = 4096;
 
 // What a rank's slot says about the call it belongs to, so that readers can tell a peer that
@@ -60,6 +60,11 @@ struct ShmSlotsHeader {
   uint64_t commHash;
   int32_t ownerRank;
   int32_t ownerPid;
+  // Which process owns the segment, so that a reader on the same host can tell it died without
+  // any connection to it: the pid namespace (its inode; 0: unknown) and the process's start
+  // time (/proc/<pid>/stat), which a reused pid does not share.
+  uint64_t ownerPidNamespace;
+  uint64_t ownerStartTime;
   // Readers that stop spinning sleep on wakeWord (a futex, shared between processes); the owner
   // bumps it and wakes them after a publish when sleepers says anyone sleeps.
   alignas(64) std::atomic<uint32_t> wakeWord;
@@ -92,6 +97,16 @@ class ShmSlots {
   static Result setup(const ShmSlotsParams& p, const std::vector<std::vector<Socket>>& conns,
                       const std::vector<std::string>& peerNames, const Deadline& deadline,
                       std::unique_ptr<ShmSlots>* out, std::string* why);
+  // setup's steps, for callers that agree over something other than the mesh's control
+  // connections (core/comm_slots.h: init's collectives over the neighbours a communicator
+  // connected on first use has). create makes this rank's segment (peerNames: "rank 2 (host
+  // pid 123)" for every rank, for messages); mapPeers maps everyone else's once every rank
+  // created its own; unlinkAll removes every rank's name, once every rank mapped or gave up.
+  static Result create(const ShmSlotsParams& p, const std::vector<std::string>& peerNames,
+                       std::unique_ptr<ShmSlots>* out);
+  Result mapPeers();
+  static void unlinkAll(uint64_t commHash, int nranks);
+
   ~ShmSlots();
   ShmSlots(const ShmSlots&) = delete;
   ShmSlots& operator=(const ShmSlots&) = delete;
@@ -131,12 +146,18 @@ class ShmSlots {
   void sleepOn(int rank, uint64_t seq, int maxMs);
   Result checkWhileWaiting(int r, uint64_t seq, const Deadline& deadline, Health& health,
                            const char* what);
+  bool ownerDied(int rank) const;
   static constexpr int kPureSpinUs = 5;
+  // How often a waiter looks whether the owner of the slot it waits on still lives (a read of
+  // /proc/<pid>/stat): the bound on learning of a death that no connection reports.
+  static constexpr int kLivenessCheckMs = 10;
 
   ShmSlotsParams p_;
   std::vector<ShmSegment> segs_;  // [rank]: that rank's segment ([p_.rank]: ours)
   std::vector<std::string> names_;  // [rank]: "rank 2 (host pid 123)", for messages
   uint64_t next_ = 1;             // the number of the next operation
+  uint64_t pidNamespace_ = 0;     // this process's (0: unknown: no liveness checks)
+  mutable Clock::time_point nextLivenessCheck_{};
 };
 
 }  // namespace mixccl

@@ -1,9 +1,13 @@
 // The shared-memory slots (transport/shm_slots.h) and the collectives on them
 // (algo/slot_collectives.h), with threads as ranks and socket pairs as their control
 // connections: setup and its refusals, the alternating slots, every kind's result, the
-// mismatch verdict, and the ends of a wait (timeout, a failed communicator, a peer that left).
+// mismatch verdict, and the ends of a wait (timeout, a failed communicator, a peer that left,
+// a peer whose process died).
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -185,6 +189,60 @@ TEST(ShmSlots, APeerThatLeftEndsTheWaitNamingIt) {
   EXPECT_EQ(r, mixcclRemoteError);
   EXPECT_EQ(threadLastError(), "rank 0: mixcclBroadcast on shared-memory slots: rank 1 (test) has "
                                    "left the communicator (destroyed it) while this rank waited for it");
+}
+
+// No connection tells rank 0 of the death (a communicator connected on first use may have
+// none to that rank): the wait looks at the owner's process. Left unreaped, it is a zombie,
+// as a killed rank is until its launcher reaps it.
+TEST(ShmSlots, APeerWhoseProcessDiedEndsTheWaitNamingIt) {
+  ShmSlotsParams p;
+  p.nranks = 2;
+  p.commHash = randomHash();
+  p.slotBytes = 64;
+  p.spinUs = 0;
+  const std::vector<std::string> names{"rank 0 (test)", "rank 1 (test)"};
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ShmSlotsParams mine = p;
+    mine.rank = 1;
+    std::unique_ptr<ShmSlots> s;
+    const char ok = ShmSlots::create(mine, names, &s) == mixcclSuccess ? 'y' : 'n';
+    if (write(ready[1], &ok, 1) != 1) _exit(2);
+    for (;;) pause();  // killed by the test
+  }
+  char ok = 0;
+  ASSERT_EQ(read(ready[0], &ok, 1), 1);
+  close(ready[0]);
+  close(ready[1]);
+  std::unique_ptr<ShmSlots> s;
+  p.rank = 0;
+  Result created = ok == 'y' ? ShmSlots::create(p, names, &s) : mixcclInternalError;
+  Result mapped = created == mixcclSuccess ? s->mapPeers() : created;
+  ShmSlots::unlinkAll(p.commHash, 2);
+  if (mapped != mixcclSuccess) kill(child, SIGKILL);
+  ASSERT_EQ(mapped, mixcclSuccess) << threadLastError();
+  Health health;
+  const uint64_t seq = s->publish(SlotStamp{}, nullptr, 0);
+  std::thread killer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    kill(child, SIGKILL);
+  });
+  const auto start = std::chrono::steady_clock::now();
+  Result r = s->waitForAll(seq, 30, health, "mixcclAllReduce");
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  killer.join();
+  int status = 0;
+  EXPECT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  EXPECT_EQ(r, mixcclRemoteError);
+  EXPECT_EQ(threadLastError(), "rank 0: mixcclAllReduce on shared-memory slots: rank 1 (test) died "
+                               "(its process has ended) while this rank waited for it");
+  EXPECT_LT(took, 1.0) << "the 30 s timeout, not the death, ended the wait";
+  std::string msg;
+  EXPECT_EQ(health.error(&msg), mixcclRemoteError);
 }
 
 TEST(ShmSlots, ASleepingWaitIsWokenByThePublish) {
