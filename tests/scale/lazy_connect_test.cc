@@ -1,6 +1,7 @@
 // Connections on first use (MIXCCL_CONNECT=lazy, docs/scale.md): pairs that both dial at once,
 // a rank that dies before anyone connected to it, and a stranger at a listener that stays open
-// after init. Ranks are forked processes over real sockets (tests/fault/fault_harness.h); CTest
+// after init, a rank killed while the others wait on its shared-memory slot. Ranks are forked
+// processes over real sockets (tests/fault/fault_harness.h); CTest
 // sets MIXCCL_CONNECT=lazy, and every test first checks through mixcclCommInspect that it took
 // effect and that the pair under test was not connected by init.
 #include <gtest/gtest.h>
@@ -8,6 +9,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 
+#include <regex>
 #include <set>
 #include <string>
 
@@ -58,6 +60,8 @@ struct InitFacts {
   int farConnected;   // rank 0: "transport.5" was set right after init
   unsigned initMask;  // rank 0: the peers with a transport right after init, one bit each
   unsigned endMask;   // rank 0: the same after the late pair (0, 5) connected
+  int slotBytes;      // inspect "shm_slot_bytes"
+  int onSlots;        // inspect "algo.allreduce.4" said "slots"
 };
 
 InitFacts* mapFacts() {
@@ -282,3 +286,65 @@ TEST(LazyConnect, StrangerAtTheListenerAfterInitIsRefused) {
 }
 
 }  // namespace
+
+// On one host a communicator connected on first use has the shared-memory slots too
+// (core/comm_slots.h). Rank 5 is killed while every other rank waits on the slots for it; rank
+// 0 has no connection to it, yet learns of the death within the bound (MIXCCL_TIMEOUT_S is 30
+// here): from its own look at rank 5's process, or from a neighbour of rank 5 that saw its
+// connection break, whichever comes first. No /dev/shm name is left (the shm_segments fixture).
+TEST(LazyConnect, RankKilledWhileOthersWaitOnItsSlotIsReportedWithinTheBound) {
+  InitFacts* facts = mapFacts();
+  ASSERT_NE(facts, nullptr);
+  Job job(kRanks, 60);
+  ASSERT_TRUE(job.ok());
+  job.start([&](const mixcclUniqueId& id, int rank, int n, Shared* sh) {
+    RankReport& rep = sh->ranks[rank];
+    mixcclComm_t comm;
+    RANK_CHECK(mixcclCommInitRank(&comm, n, id, rank) == mixcclSuccess);
+    facts[rank].lazy = inspect(comm, "connect") == "lazy";
+    facts[rank].slotBytes = atoi(inspect(comm, "shm_slot_bytes").c_str());
+    facts[rank].onSlots = inspect(comm, "algo.allreduce.4") == "slots";
+    if (rank == 0) facts[0].initMask = peerMask(comm, 0, n);
+    int x = rank;
+    mixcclResult_t r = mixcclSuccess;
+    for (;;) {
+      r = mixcclAllReduce(&x, &x, 1, mixcclInt32, mixcclMax, comm, nullptr);
+      if (r != mixcclSuccess) break;
+      if (++rep.iterations == 50) rep.phase.store(2);
+      if (rank == kFar && rep.iterations == 50) for (;;) pause();  // killed by the parent
+    }
+    return reportFailureAndDestroy(comm, &rep, r, nullptr);
+  });
+  ASSERT_TRUE(job.waitPhase(kFar, 2, 30));
+  fault::sleepSeconds(0.05);  // the others are waiting on rank 5's slot by now
+  job.inject(kFar, SIGKILL);
+  std::vector<int> survivors;
+  for (int r = 0; r < kRanks; ++r)
+    if (r != kFar) survivors.push_back(r);
+  ASSERT_TRUE(job.waitExit(survivors));
+  ASSERT_TRUE(job.reap(kFar, 10));
+  EXPECT_EQ(facts[0].initMask & (1u << kFar), 0u) << "init connected rank 0 to rank 5";
+  for (int r : survivors) {
+    EXPECT_EQ(facts[r].lazy, 1) << "rank " << r << ": MIXCCL_CONNECT=lazy did not take effect";
+    EXPECT_GT(facts[r].slotBytes, 0) << "rank " << r << ": shm_slot_bytes is 0";
+    EXPECT_EQ(facts[r].onSlots, 1) << "rank " << r << ": a 4-byte AllReduce is not on the slots";
+    const RankReport& rep = job.report(r);
+    const double took = rep.failedAt - job.shared()->injectedAt;
+    fprintf(stderr, "rank %d learned of rank 5's death %.3f s after the kill: %s\n", r, took,
+            rep.message);
+    EXPECT_EQ(rep.code, mixcclRemoteError) << "rank " << r;
+    // One of the three ways to learn it, each message whole.
+    const std::string me = "rank " + std::to_string(r) + ": ";
+    const std::string victim = "rank 5 \\(" + fault::hostName() + " pid [0-9]+\\)";
+    const std::regex own(me + "mixcclAllReduce on shared-memory slots: " + victim +
+                         " died \\(its process has ended\\) while this rank waited for it");
+    const std::regex relayed(me + victim + " failed \\(reported by rank [0-9] \\(" +
+                             fault::hostName() + " pid [0-9]+\\)\\)");
+    const std::regex neighbour(me + "connection to " + victim + " failed: it closed the "
+                               "connection \\(process ended or crashed\\)");
+    EXPECT_TRUE(std::regex_match(rep.message, own) || std::regex_match(rep.message, relayed) ||
+                std::regex_match(rep.message, neighbour)) << rep.message;
+    EXPECT_LT(took, 2.0) << "rank " << r;
+    EXPECT_EQ(job.exitCode(r), 0) << "rank " << r;
+  }
+}
