@@ -183,8 +183,9 @@ Result setupSlots(Comm* comm, const std::vector<std::unique_ptr<Connection>>& li
 
 // MIXCCL_CONNECT: eager connects every pair at init, lazy on first use; auto (the default)
 // is lazy above kEagerMaxRanks ranks, where a full mesh starts to cost more descriptors,
-// memory and init time than a small job's latency gains from it (docs/scale.md). Only socket
-// and shared memory connect lazily: a communicator that may pick UCX or libfabric is eager.
+// memory and init time than a small job's latency gains from it (docs/scale.md). Socket,
+// shared memory, ucx and ofi connect lazily; auto on a host with an active RDMA port is eager,
+// since its pairs' transports are planned from every rank's ports (lazy_connector.h).
 constexpr int kEagerMaxRanks = 16;
 
 Result chooseConnectMode(const Comm* comm, bool* lazy, std::string* why) {
@@ -193,14 +194,14 @@ Result chooseConnectMode(const Comm* comm, bool* lazy, std::string* why) {
     return raiseError(mixcclInvalidArgument, "rank %d: MIXCCL_CONNECT='%s' is not one of auto, "
                       "eager, lazy", comm->rank, mode.c_str());
   const std::string& net = comm->config.netName;
-  const bool lazyNet = net == "socket" || net == "shm" ||
+  const bool lazyNet = net == "socket" || net == "shm" || net == "ucx" || net == "ofi" ||
                        (net == "auto" && !hostHasActiveRdmaPort(comm->rank));
   *lazy = false;
   if (mode == "eager") {
     *why = "MIXCCL_CONNECT=eager";
   } else if (!lazyNet) {
-    *why = "MIXCCL_CONNECT=" + mode + ", but transport '" + net + "' (or RDMA for auto) connects "
-           "at init; only socket and shared memory connect on first use";
+    *why = "MIXCCL_CONNECT=" + mode + ", but MIXCCL_NET=auto on a host with an active RDMA port "
+           "connects at init";
   } else if (mode == "lazy") {
     *lazy = true;
     *why = "MIXCCL_CONNECT=lazy";
@@ -287,8 +288,8 @@ Result connectComm(Comm* comm, const UniqueIdData& givenId, const PeerExchange& 
     // collectives (setupSlotsOverCollectives).
     comm->transportWhy.assign(nranks, "");
     comm->deviceDirect.pair.assign(nranks, false);
-    comm->deviceDirect.why.assign(nranks, "no (connected on first use over socket or shared "
-                                          "memory: host memory only)");
+    comm->deviceDirect.why.assign(nranks, "no (connected on first use: device memory is "
+                                          "staged through host memory)");
     comm->deviceDirect.all = false;
   }
 

@@ -13,6 +13,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "transport/net_choice.h"
+#include "transport/net_transports.h"
 #include "transport/same_host_tuning.h"
 #include "transport/shm_connection.h"
 #include "transport/socket_connection.h"
@@ -70,6 +71,10 @@ LazyConnector::~LazyConnector() {
 
 Result LazyConnector::start(std::function<void()> wake) {
   wake_ = std::move(wake);
+  const std::string& net = params_.netName;
+  if (net == "ucx" || net == "ofi")
+    MIXCCL_CHECK(makeNetworkTransport(net, params_.mesh.rank,
+                                      std::vector<bool>(params_.mesh.nranks, true), &network_));
   stopFd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (stopFd_ < 0)
     return raiseError(mixcclSystemError, "%s: eventfd: %s", me().c_str(), strerror(errno));
@@ -96,15 +101,12 @@ void LazyConnector::stop() {
   changed_.notify_all();
 }
 
-bool LazyConnector::useShmWith(int peer, bool peerWantsShm) const {
+std::string LazyConnector::pairNet(int peer, bool peerWantsShm) const {
   const int rank = params_.mesh.rank;
   const bool sameHost = params_.peers[peer].hostHash == params_.peers[rank].hostHash;
   const PairChoice plan = planPair(params_.netName, params_.netSource, sameHost, false, false, false);
-  return plan.net == "shm" && params_.wantShm && peerWantsShm;
-}
-
-int LazyConnector::dataConnectionsTo(int peer, bool useShm) const {
-  return useShm ? 0 : connectionsTo(params_.mesh, params_.peers, peer);
+  if (plan.net == "shm") return params_.wantShm && peerWantsShm ? "shm" : "socket";
+  return plan.net;
 }
 
 std::string LazyConnector::transportWhy(int peer) const {
@@ -112,7 +114,7 @@ std::string LazyConnector::transportWhy(int peer) const {
   return peer >= 0 && peer < (int)pairs_.size() ? pairs_[peer].why : "";
 }
 
-Result LazyConnector::buildPair(int peer, bool useShm, Socket control, std::vector<Socket> data,
+Result LazyConnector::buildPair(int peer, const std::string& net, Socket control, std::vector<Socket> data,
                                 const Deadline& deadline, Socket* controlOut,
                                 std::unique_ptr<Connection>* link, std::string* why) {
   const MeshParams& m = params_.mesh;
@@ -130,9 +132,12 @@ Result LazyConnector::buildPair(int peer, bool useShm, Socket control, std::vect
   setup.deadline = deadline;
   setup.frameBytes = params_.frameBytes;
   std::vector<std::unique_ptr<Connection>> out(m.nranks);
+  const bool useShm = net == "shm";
   if (useShm) {
     ShmTransport shm(params_.shm, true);
     MIXCCL_CHECK(shm.connect(setup, {peer}, &out));
+  } else if (net != "socket") {
+    MIXCCL_CHECK(network_->connectOnFirstUse(setup, peer, &out[peer]));
   }
   if (!out[peer]) {
     if (conns[peer].size() < 2)
@@ -188,8 +193,8 @@ Result LazyConnector::dial(int peer, const Deadline& deadline, DialOutcome* outc
     *outcome = DialOutcome::Crossing;
     return mixcclSuccess;
   }
-  const bool useShm = useShmWith(peer, (reply.flags & kWantShm) != 0);
-  const int n = useShm ? 0 : hello.dataCount;
+  const std::string net = pairNet(peer, (reply.flags & kWantShm) != 0);
+  const int n = net == "socket" ? hello.dataCount : 0;
   std::vector<Socket> data;
   for (int i = 1; i <= n; ++i) {
     Socket s;
@@ -200,7 +205,7 @@ Result LazyConnector::dial(int peer, const Deadline& deadline, DialOutcome* outc
     data.push_back(std::move(s));
   }
   *outcome = DialOutcome::Connected;
-  return buildPair(peer, useShm, std::move(ctl), std::move(data), deadline, control, link, why);
+  return buildPair(peer, net, std::move(ctl), std::move(data), deadline, control, link, why);
 }
 
 Result LazyConnector::connectPeer(int peer, Socket* control, std::unique_ptr<Connection>* link) {
@@ -349,13 +354,14 @@ void LazyConnector::onArrival(Socket conn, const std::vector<uint8_t>& bytes) {
     } else {
       reply.status = fresh || (p.dialing && !p.accepting) ? kAccepted : kRefused;
     }
-    const bool useShm = useShmWith(q, (h.flags & kWantShm) != 0);
+    const std::string net = pairNet(q, (h.flags & kWantShm) != 0);
     if (reply.status == kAccepted) {
       // Taken before the answer goes out: a dial of this rank's own to q starting meanwhile
       // must see that the pair is under way.
       p.accepting = true;
       p.since = Clock::now();
-      p.dataExpected = useShm ? 0 : h.dataCount;
+      p.net = net;
+      p.dataExpected = net == "socket" ? h.dataCount : 0;
       p.dataArrived = 0;
       p.data.clear();
       p.data.resize(p.dataExpected);
@@ -386,14 +392,14 @@ void LazyConnector::onArrival(Socket conn, const std::vector<uint8_t>& bytes) {
     if (p.dataExpected > 0) return;
   }
   // Every connection of the pair is in: build it (the dialler builds its side at once).
-  const bool useShm = p.dataExpected == 0;
+  const std::string net = p.net;
   Socket control = std::move(p.control);
   std::vector<Socket> data = std::move(p.data);
   lock.unlock();
   Socket ctl;
   std::unique_ptr<Connection> link;
   std::string why;
-  Result r = buildPair(q, useShm, std::move(control), std::move(data), deadline, &ctl, &link, &why);
+  Result r = buildPair(q, net, std::move(control), std::move(data), deadline, &ctl, &link, &why);
   finishAccept(q, r, std::move(ctl), std::move(link), why);
 }
 

@@ -10,9 +10,12 @@
 // the higher rank then takes the pair its acceptor built from the lower rank's dial.
 //
 // A pair is its control connection (index 0), then the data transport: shared memory when both
-// ranks share a host and want it (no data socket), else the socket transport's connections.
-// Only socket and shared memory connect lazily; a communicator that may choose UCX or libfabric
-// connects eagerly (comm_init.cc).
+// ranks share a host and want it (no data socket); UCX or libfabric when MIXCCL_NET names them
+// (no data socket: their addresses and keys go over the control connection, and the endpoint is
+// made when the proxy takes the pair, Transport::connectOnFirstUse); else the socket transport's
+// connections. With MIXCCL_NET=auto on a host with an active RDMA port the pair's transport
+// depends on both ranks' ports, agreed over a full mesh: such a communicator connects eagerly
+// (comm_init.cc).
 #pragma once
 
 #include <atomic>
@@ -38,7 +41,7 @@ struct LazyParams {
   MeshParams mesh;                     // rank, nranks, commHash, secret, sockets per peer
   std::vector<PeerInfo> peers;
   std::vector<std::string> names;      // "rank 3 (host pid N)" per rank
-  std::string netName, netSource;      // MIXCCL_NET / config.netName: auto, socket or shm
+  std::string netName, netSource;      // MIXCCL_NET / config.netName: auto, socket, shm, ucx, ofi
   bool wantShm = true;                 // not MIXCCL_SHM_DISABLE
   ShmParams shm;
   size_t frameBytes = 256 << 10;
@@ -51,7 +54,8 @@ class LazyConnector : public PairSource {
   LazyConnector(const LazyParams& params, Socket listener);
   ~LazyConnector() override;
 
-  // Starts the acceptor thread; wake is called when a pair a peer dialled is ready.
+  // Makes the network transport MIXCCL_NET names (ucx, ofi: it starts with its first pair) and
+  // starts the acceptor thread; wake is called when a pair a peer dialled is ready.
   Result start(std::function<void()> wake);
   // Stops accepting (dials that arrive later are refused by the closed listener). Idempotent.
   void stop();
@@ -76,6 +80,7 @@ class LazyConnector : public PairSource {
     std::string why;
     // An accepted dial's data connections, while they arrive.
     std::vector<Socket> data;
+    std::string net;  // the accepted dial's transport (pairNet)
     int dataExpected = 0;
     int dataArrived = 0;
     Clock::time_point since;
@@ -85,19 +90,20 @@ class LazyConnector : public PairSource {
   void acceptLoop();
   void onArrival(Socket conn, const std::vector<uint8_t>& hello);
   // Builds the pair from its sockets (both ranks run it, each on its own side).
-  Result buildPair(int peer, bool useShm, Socket control, std::vector<Socket> data,
+  Result buildPair(int peer, const std::string& net, Socket control, std::vector<Socket> data,
                    const Deadline& deadline, Socket* controlOut, std::unique_ptr<Connection>* link,
                    std::string* why);
   Result dial(int peer, const Deadline& deadline, DialOutcome* outcome, Socket* control,
               std::unique_ptr<Connection>* link, std::string* why);
   void finishAccept(int peer, Result r, Socket control, std::unique_ptr<Connection> link,
                     const std::string& why);
-  bool useShmWith(int peer, bool peerWantsShm) const;
-  int dataConnectionsTo(int peer, bool useShm) const;
+  // The pair's transport: "shm", "socket" (the only one with data connections), "ucx", "ofi".
+  std::string pairNet(int peer, bool peerWantsShm) const;
   std::string me() const { return "rank " + std::to_string(params_.mesh.rank); }
 
   LazyParams params_;
   Socket listener_;
+  std::unique_ptr<Transport> network_;  // MIXCCL_NET=ucx or ofi
   int stopFd_ = -1;  // eventfd: wakes the acceptor's poll to stop
   std::function<void()> wake_;
   std::thread acceptor_;

@@ -123,8 +123,10 @@ Result Proxy::adopt(int peer, Socket control, std::unique_ptr<Connection> link) 
     std::lock_guard<std::mutex> lock(connsMutex_);
     conns_[peer] = std::move(link);
   }
-  if (c->needsPolling()) polled_.push_back(c);
   MIXCCL_CHECK(c->start(this));
+  // After start(): a pair connected on first use learns there whether it drives its shared
+  // worker (ucx, ofi), which is what decides whether it is polled.
+  if (c->needsPolling()) polled_.push_back(c);
   if (failedHandled_) {
     const int culprit = health_.culprit();
     control_[peer].send(kFrameFlagPeerFailed, culprit >= 0 ? (uint32_t)culprit : UINT32_MAX,

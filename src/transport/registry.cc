@@ -10,6 +10,12 @@ ConnectionWrapper& testWrapper() {
 }
 }  // namespace
 
+Result Transport::connectOnFirstUse(const TransportSetup& setup, int peer,
+                                    std::unique_ptr<Connection>*) {
+  return raiseError(mixcclInternalError, "rank %d: transport '%s' cannot connect %s on first use",
+                    setup.rank, name(), describePeer(*setup.peers, peer).c_str());
+}
+
 void setConnectionWrapperForTesting(ConnectionWrapper wrapper) { testWrapper() = std::move(wrapper); }
 
 Result TransportRegistry::connectAll(const TransportSetup& setup,

@@ -176,6 +176,14 @@ class Transport {
   // the next transport in the registry then gets.
   virtual Result connect(const TransportSetup& setup, const std::vector<int>& candidates,
                          std::vector<std::unique_ptr<Connection>>* out) = 0;
+  // Connects the one pair with peer on first use (core/lazy_connector.h). Both ranks call it,
+  // each on whichever thread builds its side (the proxy's for a dial, the acceptor's for an
+  // answer) while the engine may be driving other pairs of the same transport: so it talks only
+  // over the pair's control connection setup.conns[peer][0], and leaves what touches state the
+  // engine drives (an endpoint on a shared worker) to the connection's start(), which runs under
+  // the engine's progress. Transports that cannot connect that way refuse (the default).
+  virtual Result connectOnFirstUse(const TransportSetup& setup, int peer,
+                                   std::unique_ptr<Connection>* out);
   // Whether this transport can move memory of this kind at all (device memory: the library
   // offers GPU registration, e.g. libfabric's FI_HMEM); each Connection::canMove decides per
   // pair. Host memory by default.

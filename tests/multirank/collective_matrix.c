@@ -377,6 +377,7 @@ static int rankMain(mixcclComm_t comm, int rank, int nranks, void* arg) {
       if (opt->enabled[SENDRECV]) testSendRecv(&c, type, count);
     }
   }
+  unmet += countUnmetConnected(comm, rank, nranks, &opt->expect);
   printf("rank %d: %ld checks, %ld failures, %ld unmet choices\n", rank, c.checks, c.failures,
          unmet);
   if (opt->expectCaught < 0) return c.failures || unmet ? 1 : 0;

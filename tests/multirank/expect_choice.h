@@ -11,7 +11,10 @@
  *   --expect-algo COLL:BYTES:NAME     e.g. allreduce:8:rd, allgather:16777216:ring (repeatable)
  *   --expect-domains 0,1,1,1          domain index of every rank
  *   --expect-adaptors host,gloo,...   adaptor of every rank
- *   --expect-connect eager|lazy       when pairs connect (MIXCCL_CONNECT) */
+ *   --expect-connect eager|lazy       when pairs connect (MIXCCL_CONNECT)
+ *   --expect-connected-transport NAME after the run (countUnmetConnected): every connected peer
+ *                                     has NAME, as many as "connected_peers" says, at least one
+ *                                     (pairs connected on first use: the others have none) */
 #ifndef MIXCCL_TEST_EXPECT_CHOICE_H_
 #define MIXCCL_TEST_EXPECT_CHOICE_H_
 
@@ -35,6 +38,7 @@ typedef struct {
   const char* domains;
   const char* adaptors;
   const char* connect;
+  const char* connectedTransport;  /* NULL: not checked */
 } ChoiceExpectations;
 
 /* "allreduce:8:rd" -> key "algo.allreduce.8" and name "rd"; 0 if malformed. */
@@ -64,7 +68,7 @@ static inline int parseExpectOption(ChoiceExpectations* e, int argc, char** argv
   const char* what = opt + 9;
   if (strcmp(what, "transport") && strcmp(what, "transport-local") &&
       strcmp(what, "transport-remote") && strcmp(what, "transport-detail") && strcmp(what, "algo") && strcmp(what, "domains") &&
-      strcmp(what, "adaptors") && strcmp(what, "connect"))
+      strcmp(what, "adaptors") && strcmp(what, "connect") && strcmp(what, "connected-transport"))
     return 0;
   if (*a + 1 >= argc || !argv[*a + 1][0]) {
     fprintf(stderr, "%s needs a value\n", opt);
@@ -90,6 +94,8 @@ static inline int parseExpectOption(ChoiceExpectations* e, int argc, char** argv
     e->algos[e->nalgos++] = v;
   } else if (!strcmp(what, "domains")) {
     e->domains = v;
+  } else if (!strcmp(what, "connected-transport")) {
+    e->connectedTransport = v;
   } else if (!strcmp(what, "connect")) {
     e->connect = v;
   } else {
@@ -161,6 +167,30 @@ static inline int countUnmetChoices(mixcclComm_t comm, int rank, int nranks,
       snprintf(key, sizeof(key), "adaptor.%d", p);
       unmet += expectInspected(comm, rank, key, want[0] ? want : "(none listed)");
     }
+  }
+  return unmet;
+}
+
+/* --expect-connected-transport, once the run has connected what it used. */
+static inline int countUnmetConnected(mixcclComm_t comm, int rank, int nranks,
+                                      const ChoiceExpectations* e) {
+  if (!e->connectedTransport) return 0;
+  int unmet = 0, connected = 0;
+  char key[64], got[64];
+  for (int p = 0; p < nranks; ++p) {
+    if (p == rank) continue;
+    snprintf(key, sizeof(key), "transport.%d", p);
+    if (mixcclCommInspect(comm, key, got, sizeof(got)) != mixcclSuccess) return 1;
+    if (!got[0]) continue;
+    ++connected;
+    unmet += expectInspected(comm, rank, key, e->connectedTransport);
+  }
+  char count[16];
+  snprintf(count, sizeof(count), "%d", connected);
+  unmet += expectInspected(comm, rank, "connected_peers", count);
+  if (nranks > 1 && connected == 0) {
+    fprintf(stderr, "rank %d: UNMET no peer connected after the run\n", rank);
+    ++unmet;
   }
   return unmet;
 }

@@ -43,6 +43,22 @@ unsigned peerMask(mixcclComm_t comm, int rank, int n) {
   return mask;
 }
 
+// The transport MIXCCL_NET names for every pair (CTest runs these tests over ucx and ofi too),
+// or "" where the pair's host decides (auto, shm).
+std::string namedTransport() {
+  const char* net = getenv("MIXCCL_NET");
+  const std::string n = net ? net : "";
+  return n == "socket" || n == "ucx" || n == "ofi" ? n : "";
+}
+
+// "" when the pair with peer runs over the transport MIXCCL_NET names, else what it runs over.
+std::string wrongTransport(mixcclComm_t comm, int peer) {
+  const std::string got = inspect(comm, ("transport." + std::to_string(peer)).c_str());
+  const std::string want = namedTransport();
+  return want.empty() || got == want ? "" : "transport." + std::to_string(peer) + " is '" + got +
+                                                "', MIXCCL_NET=" + want;
+}
+
 // Lets the rank go on once the parent set released (or fails the rank after seconds).
 bool waitReleased(RankReport& rep, double seconds) {
   double end = now() + seconds;
@@ -127,6 +143,11 @@ TEST(LazyConnect, BothRanksOfEveryPairDialAtOnce) {
         }
     }
     rep.iterations = connectedPeers(comm);
+    for (int q = 0; q < n; ++q)
+      if (q != rank && !wrongTransport(comm, q).empty()) {
+        copyMessage(&rep, wrongTransport(comm, q).c_str());
+        return 1;
+      }
     RANK_CHECK(mixcclCommDestroy(comm) == mixcclSuccess);
     return 0;
   });
@@ -162,6 +183,11 @@ TEST(LazyConnect, RankDeadBeforeAnyConnectionToItIsReportedWithinTheBound) {
       return 0;
     }
     facts[0].farConnected = !inspect(comm, "transport.5").empty();
+    // Init's collective connected rank 1 (recursive doubling), over the transport asked for.
+    if (!wrongTransport(comm, 1).empty() || inspect(comm, "transport.1").empty()) {
+      copyMessage(&rep, ("after init: " + wrongTransport(comm, 1)).c_str());
+      return 1;
+    }
     rep.phase.store(1);
     RANK_CHECK(waitReleased(rep, 30));
     int x = 0;

@@ -20,10 +20,17 @@ OfiConnection::OfiConnection(int peer, int rank, std::shared_ptr<OfiEndpoint> ep
     : Connection(peer), rank_(rank), ep_(std::move(ep)), addr_(addr), key_(key),
       pieceBytes_(std::max<size_t>(pieceBytes, 1)), progressOwner_(progressOwner) {
   ep_->addOwner(this);
+  owning_ = true;
 }
 
+OfiConnection::OfiConnection(int peer, int rank, std::shared_ptr<OfiEndpoint> ep,
+                             std::string peerAddress, uint32_t key, size_t pieceBytes)
+    : Connection(peer), rank_(rank), ep_(std::move(ep)), addr_(FI_ADDR_UNSPEC), key_(key),
+      pieceBytes_(std::max<size_t>(pieceBytes, 1)), progressOwner_(false),
+      addressAtStart_(std::move(peerAddress)) {}
+
 OfiConnection::~OfiConnection() {
-  ep_->removeOwner(this);
+  if (owning_) ep_->removeOwner(this);
   if (timerFd_ >= 0) close(timerFd_);
 }
 
@@ -33,6 +40,16 @@ size_t OfiConnection::piecesOf(size_t bytes) const {
 
 Result OfiConnection::start(TransportEvents* events) {
   events_ = events;
+  if (!addressAtStart_.empty()) {
+    std::string error;
+    if (!ep_->insert(addressAtStart_, &addr_, &error))
+      return raiseError(mixcclRemoteError, "rank %d: the libfabric address of %s was refused: %s",
+                        rank_, events_->peerName(peer()).c_str(), error.c_str());
+    addressAtStart_.clear();
+    ep_->addOwner(this);
+    owning_ = true;
+    progressOwner_ = ep_->claimProgress();
+  }
   if (progressOwner_ && ep_->waitFd() >= 0) events_->setInterest(this, 0, ep_->waitFd(), EPOLLIN);
   if (progressOwner_ && ep_->waitFd() < 0) {
     timerFd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);

@@ -30,6 +30,11 @@ class OfiConnection : public Connection, private OfiOpOwner {
   // key: the pair's tag key; pieceBytes: largest single libfabric message of the pair.
   OfiConnection(int peer, int rank, std::shared_ptr<OfiEndpoint> ep, fi_addr_t addr,
                 uint32_t key, size_t pieceBytes, bool progressOwner);
+  // A pair connected on first use: start(), which runs under the engine's progress, inserts
+  // the peer's address into the shared address vector, joins the endpoint's owners and takes
+  // the progress if no connection has it yet.
+  OfiConnection(int peer, int rank, std::shared_ptr<OfiEndpoint> ep, std::string peerAddress,
+                uint32_t key, size_t pieceBytes);
   ~OfiConnection() override;
 
   const char* transportName() const override { return "ofi"; }
@@ -78,6 +83,8 @@ class OfiConnection : public Connection, private OfiOpOwner {
   uint32_t key_;
   size_t pieceBytes_;
   bool progressOwner_;
+  std::string addressAtStart_;  // the second constructor: inserted by start()
+  bool owning_ = false;         // in the endpoint's owners
   TransportEvents* events_ = nullptr;
   std::deque<Piece> backlog_;
   uint32_t sendSeq_ = 0, recvSeq_ = 0;

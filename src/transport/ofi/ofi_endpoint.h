@@ -10,6 +10,7 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_eq.h>
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <unordered_set>
@@ -100,6 +101,9 @@ class OfiEndpoint {
   OfiOp* newOp(OfiOpOwner* owner);
   void freeOp(OfiOp* op);
   void addOwner(OfiOpOwner* o) { owners_.push_back(o); }
+  // Pairs connected on first use (OfiTransport::connectOnFirstUse): the first connection the
+  // engine starts owns the progress; true for exactly one caller.
+  bool claimProgress() { return !progressClaimed_.exchange(true); }
   void removeOwner(OfiOpOwner* o);
 
   // Reads the completion queue (which is what makes most providers progress) and hands every
@@ -146,6 +150,7 @@ class OfiEndpoint {
   std::unordered_set<OfiOp*> ops_;
   std::vector<OfiOpOwner*> owners_;
   bool closed_ = false;
+  std::atomic<bool> progressClaimed_{false};
   std::string orphanError_;
   std::string shmName_;  // set while the region's name exists
 };

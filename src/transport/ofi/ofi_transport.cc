@@ -54,6 +54,30 @@ bool isShmProvider(const fi_info* info) {
   return p && strncmp(p, "shm", 3) == 0;
 }
 
+// The peer's hello (its fields bounded before use) against ours.
+Result checkHello(const TransportSetup& setup, int p, const OfiEndpoint* ep, const OfiHello& mine,
+                  OfiHello* t) {
+  const std::vector<PeerInfo>& peers = *setup.peers;
+  const std::string who = describePeer(peers, p);
+  if (t->magic != kOfiHelloMagic || t->commHash != setup.commHash || t->ok > 1 ||
+      (t->ok && (t->addrLen == 0 || t->addrLen > sizeof(t->addr))))
+    return raiseError(mixcclRemoteError, "rank %d: %s sent an invalid libfabric hello (is "
+                      "MIXCCL_NET the same on every rank?)", setup.rank, who.c_str());
+  if (!t->ok)
+    return raiseError(mixcclRemoteError, "rank %d: %s could not start libfabric (see its log)",
+                      setup.rank, who.c_str());
+  t->provider[sizeof(t->provider) - 1] = 0;
+  if (strcmp(t->provider, mine.provider) != 0)
+    return raiseError(mixcclInvalidUsage, "rank %d: %s uses libfabric provider %s, this rank "
+                      "%s: MIXCCL_OFI_PROVIDER must be the same on every rank", setup.rank,
+                      who.c_str(), t->provider, mine.provider);
+  if (isShmProvider(ep->info()) && peers[p].hostHash != peers[setup.rank].hostHash)
+    return raiseError(mixcclInvalidUsage, "rank %d: libfabric provider shm reaches only ranks "
+                      "of this host, and %s is on another (MIXCCL_OFI_PROVIDER=\"tcp;ofi_rxm\" "
+                      "or the fabric's provider reaches it)", setup.rank, who.c_str());
+  return mixcclSuccess;
+}
+
 // Every pair exchanges one tagged message each way before the proxy starts: connection-based
 // providers (rxm) set up their connections now, with both ranks progressing, instead of in
 // the middle of the first collective (or of a goodbye nobody waits for); and a peer the fabric
@@ -147,22 +171,7 @@ Result OfiTransport::connect(const TransportSetup& setup, const std::vector<int>
     const int p = candidates[i];
     const std::string who = describePeer(peers, p);
     OfiHello& t = theirs[i];
-    if (t.magic != kOfiHelloMagic || t.commHash != setup.commHash || t.ok > 1 ||
-        (t.ok && (t.addrLen == 0 || t.addrLen > sizeof(t.addr))))
-      return raiseError(mixcclRemoteError, "rank %d: %s sent an invalid libfabric hello (is "
-                        "MIXCCL_NET the same on every rank?)", setup.rank, who.c_str());
-    if (!t.ok)
-      return raiseError(mixcclRemoteError, "rank %d: %s could not start libfabric (see its log)",
-                        setup.rank, who.c_str());
-    t.provider[sizeof(t.provider) - 1] = 0;
-    if (strcmp(t.provider, hellos[i].provider) != 0)
-      return raiseError(mixcclInvalidUsage, "rank %d: %s uses libfabric provider %s, this rank "
-                        "%s: MIXCCL_OFI_PROVIDER must be the same on every rank", setup.rank,
-                        who.c_str(), t.provider, hellos[i].provider);
-    if (isShmProvider(ep->info()) && peers[p].hostHash != peers[setup.rank].hostHash)
-      return raiseError(mixcclInvalidUsage, "rank %d: libfabric provider shm reaches only ranks "
-                        "of this host, and %s is on another (MIXCCL_OFI_PROVIDER=\"tcp;ofi_rxm\" "
-                        "or the fabric's provider reaches it)", setup.rank, who.c_str());
+    MIXCCL_CHECK(checkHello(setup, p, ep.get(), hellos[i], &t));
     fi_addr_t addr = FI_ADDR_UNSPEC;
     std::string error;
     if (!ep->insert(std::string(t.addr, t.addrLen), &addr, &error))
@@ -185,6 +194,63 @@ Result OfiTransport::connect(const TransportSetup& setup, const std::vector<int>
   MIXCCL_CHECK(shaken);
   for (int p : candidates) (*out)[p] = std::move(made[p]);
   endpoint_ = ep;
+  return mixcclSuccess;
+}
+
+Result OfiTransport::connectOnFirstUse(const TransportSetup& setup, int peer,
+                                       std::unique_ptr<Connection>* out) {
+  const std::vector<PeerInfo>& peers = *setup.peers;
+  const std::string who = describePeer(peers, peer);
+  if (setup.nranks > kOfiMaxRanks)
+    return raiseError(mixcclInvalidUsage, "rank %d: the libfabric transport carries the rank in "
+                      "%d bits of its tags: at most %d ranks (this communicator has %d)",
+                      setup.rank, kOfiRankBits, kOfiMaxRanks, setup.nranks);
+  std::shared_ptr<OfiEndpoint> ep;
+  Result mine;
+  {
+    std::lock_guard<std::mutex> lock(firstUseMutex_);
+    if (!endpoint_ && opened_ == mixcclSuccess) {
+      std::shared_ptr<OfiEndpoint> opening(new OfiEndpoint);
+      OfiChoice choice;
+      opened_ = chooseOfiProvider(provider_, peers[setup.rank], &choice);
+      char shmName[64];
+      snprintf(shmName, sizeof(shmName), "mixccl-ofi-%016llx-%d",
+               (unsigned long long)setup.commHash, setup.rank);
+      if (opened_ == mixcclSuccess) opened_ = opening->open(std::move(choice), setup.rank, shmName);
+      if (opened_ == mixcclSuccess) endpoint_ = opening;
+    }
+    mine = opened_;
+    ep = endpoint_;
+  }
+  // A rank whose endpoint did not open still says so (ok = 0): the peer fails pointing here.
+  OfiHello hello;
+  memset(&hello, 0, sizeof(hello));
+  hello.magic = kOfiHelloMagic;
+  hello.commHash = setup.commHash;
+  if (mine == mixcclSuccess) {
+    hello.ok = 1;
+    MIXCCL_CHECK(randomBytes(&hello.keyPart, sizeof(hello.keyPart)));
+    hello.addrLen = (uint32_t)ep->address().size();
+    if (hello.addrLen > sizeof(hello.addr))
+      return raiseError(mixcclInternalError, "rank %d: libfabric address of %u bytes (at most "
+                        "%zu fit the hello)", setup.rank, hello.addrLen, sizeof(hello.addr));
+    memcpy(hello.addr, ep->address().data(), hello.addrLen);
+    hello.maxMessage = ep->maxMessage();
+    snprintf(hello.provider, sizeof(hello.provider), "%s", ep->info()->fabric_attr->prov_name);
+  }
+  std::vector<OfiHello> theirs;
+  MIXCCL_CHECK(exchangeHellos(setup, {peer}, {hello}, &theirs));
+  if (mine != mixcclSuccess)
+    return raiseError(mine, "rank %d: libfabric could not start for %s (provider %s)", setup.rank,
+                      who.c_str(), provider_.c_str());
+  MIXCCL_CHECK(checkHello(setup, peer, ep.get(), hello, &theirs[0]));
+  OfiHello& t = theirs[0];
+  const uint32_t key = (hello.keyPart ^ t.keyPart) & kOfiKeyMask;
+  const size_t piece = std::min<size_t>({kMaxPiece, (size_t)t.maxMessage, ep->maxMessage()});
+  out->reset(new OfiConnection(peer, setup.rank, ep, std::string(t.addr, t.addrLen), key, piece));
+  INFO(kLogInit | kLogNet, "rank %d: transport to %s: ofi on first use (provider %s, %s, %s)",
+       setup.rank, who.c_str(), ep->provider().c_str(), ep->waitFd() >= 0 ? "wait fd" : "polled",
+       ep->directedRecv() ? "directed receives" : "receives matched by tag only");
   return mixcclSuccess;
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,12 @@ class OfiTransport : public Transport {
   }
   Result connect(const TransportSetup& setup, const std::vector<int>& candidates,
                  std::vector<std::unique_ptr<Connection>>* out) override;
+  // One pair on first use: the endpoint opens with the first pair, then the pair's hellos go
+  // over its control connection; the address vector and the progress are the connection's
+  // start()'s. No first message is exchanged: the engine progresses whatever the provider
+  // sets up when the pair's first message goes (rxm's connection).
+  Result connectOnFirstUse(const TransportSetup& setup, int peer,
+                           std::unique_ptr<Connection>* out) override;
   // Host memory always; device memory where the provider offers FI_HMEM (known once connected).
   bool supportsMemory(MemoryKind kind) const override;
 
@@ -35,6 +42,10 @@ class OfiTransport : public Transport {
   std::string provider_;
   std::vector<bool> serve_;
   std::shared_ptr<OfiEndpoint> endpoint_;
+  // connectOnFirstUse runs on two threads at once (a dial and an answer): the endpoint's opening
+  // is shared.
+  std::mutex firstUseMutex_;
+  Result opened_ = mixcclSuccess;
 };
 
 }  // namespace mixccl

@@ -121,8 +121,19 @@ UcxConnection::~UcxConnection() {
   for (Op* op : ops_) op->conn = nullptr;
 }
 
+void UcxConnection::openAtStart(int rank, std::vector<uint8_t> peerAddress) {
+  rank_ = rank;
+  addressAtStart_ = std::move(peerAddress);
+}
+
 Result UcxConnection::start(TransportEvents* events) {
   events_ = events;
+  if (!addressAtStart_.empty()) {
+    MIXCCL_CHECK(open(rank_, addressAtStart_));
+    addressAtStart_.clear();
+    drivesWorker_ = worker_->claimDriver();
+    postHello();
+  }
   if (drivesWorker_) events_->setInterest(this, 0, worker_->eventFd(), EPOLLIN);
   postByeRecv();
   if (failed_) endpointFailed(failure_);  // UCX spoke up before the engine existed

@@ -31,6 +31,7 @@
 #include <memory>
 #include <string>
 #include <unordered_set>
+#include <vector>
 
 #include "transport/transport.h"
 #include "transport/ucx/ucx_worker.h"
@@ -54,6 +55,10 @@ class UcxConnection : public Connection {
 
   // Creates the endpoint to the peer's worker address (before start()).
   Result open(int rank, const std::vector<uint8_t>& peerAddress);
+  // A pair connected on first use: start(), which runs under the engine's progress, creates the
+  // endpoint, claims the worker's driving if no connection has it yet, and posts the wire-up
+  // messages, which then finish as the engine progresses (nothing waits for them).
+  void openAtStart(int rank, std::vector<uint8_t> peerAddress);
   // Wire-up: one empty message each way (tag: the goodbye key, number 1), posted here and
   // finished by progressing the worker (UcxTransport::connect). An endpoint UCX has wired up
   // needs nothing from the peer to send later, so a goodbye at Destroy never waits for a peer
@@ -153,6 +158,8 @@ class UcxConnection : public Connection {
   uint64_t bytes_ = 0;
   std::string lanes_;
   int helloPending_ = 0;
+  int rank_ = -1;                       // openAtStart: this rank, and ...
+  std::vector<uint8_t> addressAtStart_;  // ... the peer's worker address
 };
 
 }  // namespace mixccl

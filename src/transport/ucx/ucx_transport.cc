@@ -87,4 +87,53 @@ Result UcxTransport::connect(const TransportSetup& setup, const std::vector<int>
   return mixcclSuccess;
 }
 
+Result UcxTransport::connectOnFirstUse(const TransportSetup& setup, int peer,
+                                       std::unique_ptr<Connection>* out) {
+  const int rank = setup.rank;
+  const std::vector<int> peers{peer};
+  const std::vector<std::string> names{describePeer(*setup.peers, peer)};
+  std::shared_ptr<UcxWorker> worker;
+  UcxOffer offer;
+  Result started;
+  {
+    std::lock_guard<std::mutex> lock(firstUseMutex_);
+    if (!worker_ && workerStarted_ == mixcclSuccess) {
+      workerStarted_ = UcxWorker::create(rank, setup.nranks, setup.frameBytes, &worker_);
+      if (workerStarted_ == mixcclSuccess)
+        INFO(kLogInit | kLogNet, "rank %d: UCX worker started for pairs connected on first use "
+             "(%s, memory types %s, %s, address %zu bytes)", rank, ucxTlsSetting().c_str(),
+             worker_->memoryTypes().c_str(), worker_->segments().c_str(),
+             worker_->address().size());
+    }
+    started = workerStarted_;
+    worker = worker_;
+    // Two fresh keys no other pair of this worker receives under.
+    for (uint32_t* k : {&offer.recvKey, &offer.recvByeKey}) {
+      std::vector<uint32_t> fresh;
+      do {
+        MIXCCL_CHECK(makeUcxKeys(1, &fresh));
+      } while (!keysUsed_.insert(fresh[0]).second);
+      *k = fresh[0];
+    }
+  }
+  Result agreed = exchangeUcxStatus(rank, peers, names, *setup.conns, setup.deadline,
+                                    started == mixcclSuccess, "start UCX");
+  if (started != mixcclSuccess)
+    return raiseError(started, "rank %d: transport 'ucx' could not start for %s (%s)", rank,
+                      names[0].c_str(), ucxTlsSetting().c_str());
+  MIXCCL_CHECK(agreed);
+  std::vector<UcxPeerSetup> theirs;
+  MIXCCL_CHECK(exchangeUcxSetup(rank, setup.commHash, peers, names, *setup.conns, setup.deadline,
+                                worker->address(), {offer}, &theirs));
+  UcxKeys k;
+  k.sendKey = theirs[0].sendKey;
+  k.sendByeKey = theirs[0].sendByeKey;
+  k.recvKey = offer.recvKey;
+  k.recvByeKey = offer.recvByeKey;
+  std::unique_ptr<UcxConnection> c(new UcxConnection(peer, names[0], worker, k, false));
+  c->openAtStart(rank, std::move(theirs[0].address));
+  *out = std::move(c);
+  return mixcclSuccess;
+}
+
 }  // namespace mixccl

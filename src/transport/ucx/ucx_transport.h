@@ -4,6 +4,8 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
+#include <unordered_set>
 #include <vector>
 
 #include "transport/transport.h"
@@ -24,10 +26,20 @@ class UcxTransport : public Transport {
   // declines: a pair given to ucx that cannot use it is an error naming ucx.
   Result connect(const TransportSetup& setup, const std::vector<int>& candidates,
                  std::vector<std::unique_ptr<Connection>>* out) override;
+  // One pair on first use: the worker starts with the first pair (both ranks say whether it
+  // did), then address and keys go over the pair's control connection; the endpoint and its
+  // wire-up wait for the connection's start() (UcxConnection::openAtStart).
+  Result connectOnFirstUse(const TransportSetup& setup, int peer,
+                           std::unique_ptr<Connection>* out) override;
 
  private:
   std::vector<bool> serve_;
   std::shared_ptr<UcxWorker> worker_;
+  // connectOnFirstUse runs on two threads at once (a dial and an answer): the worker's creation
+  // and the keys handed out so far (a receive key must be unique on the worker) are shared.
+  std::mutex firstUseMutex_;
+  Result workerStarted_ = mixcclSuccess;
+  std::unordered_set<uint32_t> keysUsed_;
 };
 
 }  // namespace mixccl

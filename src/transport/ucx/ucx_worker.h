@@ -10,6 +10,7 @@
 
 #include <ucp/api/ucp.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -51,6 +52,10 @@ class UcxWorker {
   // Whether endpoints ask for UCP_ERR_HANDLING_MODE_PEER. UCX refuses it where its transports
   // cannot detect a dead peer (shared memory: UCX_TLS=sm); the first refusal turns it off for
   // this worker and the pair's control connection alone tells of a peer's death.
+  // Pairs connected on first use (UcxTransport::connectOnFirstUse): the first connection the
+  // engine starts drives the worker; true for exactly one caller.
+  bool claimDriver() { return !driverClaimed_.exchange(true); }
+
   bool peerErrorMode() const { return peerErrorMode_; }
   void disablePeerErrorMode() { peerErrorMode_ = false; }
 
@@ -63,6 +68,7 @@ class UcxWorker {
   int efd_ = -1;
   bool cuda_ = false;
   bool peerErrorMode_ = true;
+  std::atomic<bool> driverClaimed_{false};
   std::string memoryTypes_;
   std::string segments_;
 };
