@@ -39,12 +39,8 @@ def main():
             return 1
         failed_step = int(recovered.group(1))
         ref_report = os.path.join(tmp, "reference.json")
-        rc, _ = harness.run([mixcclrun, "--adaptors", ref_adaptors, sys.executable, "-m",
-                             "mixccl.train", "--model-spec", spec, "--plan",
-                             os.path.join(survive_dir, "recovery-1", "plan.json"),
-                             "--resume", os.path.join(survive_dir, "recovery-1"), "--steps",
-                             str(steps), "--threads", "1", "--timeout", "20", "--quiet",
-                             "--report", ref_report])
+        rc = survive_job.run_reference(mixcclrun, ref_adaptors, spec,
+                                       os.path.join(survive_dir, "recovery-1"), steps, ref_report)
         if rc != 0:
             print(f"survive: the reference run exited {rc}")
             return 1

@@ -68,3 +68,13 @@ def compare(job_report, ref_report, first, steps):
             worst = max(worst, abs(a - b) / abs(b))
     missing = [s for s in range(1, steps + 1) if s not in job_steps]
     return worst, missing, sorted(ref_steps) == list(range(first, steps + 1))
+
+
+def run_reference(mixcclrun, adaptors, spec, recovery_dir, steps, report):
+    """The reference a recovered job must equal: a job of the survivors' plan resumed from the
+    recovery's checkpoint (recovery_dir: DIR/recovery-K). Returns its exit status."""
+    rc, _ = harness.run([mixcclrun, "--adaptors", adaptors, sys.executable, "-m", "mixccl.train",
+                         "--model-spec", spec, "--plan", os.path.join(recovery_dir, "plan.json"),
+                         "--resume", recovery_dir, "--steps", str(steps), "--threads", "1",
+                         "--timeout", "20", "--quiet", "--report", report])
+    return rc
