@@ -52,9 +52,7 @@ def main():
             raise AssertionError(f"rank {rank}: loaded from outside {package}: {outside}")
         if rank == 0:
             print(f"loaded from the venv: {' '.join(os.path.basename(p) for p in objects)}")
-    # Both ranks leave together: torch's own gloo reference run once aborted ("terminate called
-    # without an active exception") when one rank tore its group down while the other still
-    # finished its last all_reduce.
+    # Both ranks leave together (neither tears its group down while the other still uses it).
     dist.barrier()
     dist.destroy_process_group()
 

@@ -16,11 +16,23 @@ cd "$RUN"
 clean=(env -i PATH="$WORK/venv/bin:/usr/bin:/bin" HOME="$HOME" TORCH_CPP_LOG_LEVEL=ERROR
        OMP_NUM_THREADS=1 VENV_PACKAGE_DIR="$PACKAGE")
 
-for backend in gloo mixccl; do
+run_job() {
   # --standalone: a store on a free port, so tests beside this one never collide.
   "${clean[@]}" timeout 120 "$PY" -m torch.distributed.run --nproc-per-node 2 \
-    --standalone ddp_no_import.py "$backend" \
-    >"$backend.out" 2>&1 || { cat "$backend.out"; echo "FAIL: torchrun on $backend"; exit 1; }
+    --standalone ddp_no_import.py "$1" >"$1.out" 2>&1
+}
+for backend in gloo mixccl; do
+  if ! run_job "$backend"; then
+    # torch's own gloo backend sometimes aborts a rank as the process ends, after its steps
+    # ("terminate called without an active exception", seen in 2 of about 10 CI runs): the
+    # reference run is repeated once then. The mixccl run never is.
+    if [ "$backend" = gloo ] && grep -q 'terminate called without an active exception' gloo.out; then
+      echo "gloo reference run aborted at exit (torch's gloo); running it again"
+      run_job gloo || { cat gloo.out; echo "FAIL: torchrun on gloo (twice)"; exit 1; }
+    else
+      cat "$backend.out"; echo "FAIL: torchrun on $backend"; exit 1
+    fi
+  fi
   grep '^step ' "$backend.out" >"$backend.losses" || true
   echo "$backend:"; cat "$backend.losses"
 done

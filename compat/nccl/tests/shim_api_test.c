@@ -354,6 +354,7 @@ static int asyncRank(int rank, int n, const ncclUniqueId* ids) {
 struct GrowHandover {
   volatile int ready;
   ncclUniqueId id;
+  int returned; /* ranks whose AllReduce returned after the revoke (atomic builtins) */
 };
 static struct GrowHandover* gGrow;
 
@@ -400,6 +401,10 @@ static int shrinkRank(int rank, int n, const ncclUniqueId* ids) {
   /* Rank 0 revokes the grown communicator: the others' AllReduce returns, naming it. */
   if (rank == 0) {
     SHIM_OK(ncclCommRevoke(grown, NCCL_REVOKE_DEFAULT));
+    /* Destroyed only once the others heard of the revoke (at most 20 s): a destroy before that
+     * would be what they report (rank 0 left), not the revoke this checks. */
+    for (int i = 0; i < 20000 && __atomic_load_n(&gGrow->returned, __ATOMIC_ACQUIRE) < n - 1; ++i)
+      usleep(1000);
   } else {
     SHIM_CHECK(ncclAllReduce(&x, &x, 1, ncclFloat, ncclSum, grown, NULL) == ncclRemoteError);
     const char* msg = ncclGetLastError(grown);
@@ -407,6 +412,7 @@ static int shrinkRank(int rank, int n, const ncclUniqueId* ids) {
       fprintf(stderr, "rank %d: ncclGetLastError: \"%s\"\n", rank, msg);
       ++gShimFailures;
     }
+    __atomic_add_fetch(&gGrow->returned, 1, __ATOMIC_RELEASE);
   }
   SHIM_OK(ncclCommDestroy(grown));
   return gShimFailures != 0;
