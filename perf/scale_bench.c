@@ -2,7 +2,8 @@
 /* perf/scale_bench: what a communicator of n ranks costs on one host (docs/scale.md). Forks n
  * ranks, each times mixcclCommInitRank, counts its descriptors, resident and shared memory and
  * connected peers, times 8-byte AllReduces (median) and 1 MiB AllReduces (bus bandwidth); the
- * parent prints one line of medians (and the slowest init) over the ranks, and the CPU time of
+ * parent prints one line of medians (and the slowest init) over the ranks, the host's shared
+ * memory (every /dev/shm file the ranks map, once, read while they wait), and the CPU time of
  * the rendezvous root (root_cpu_s: the parent's threads but its main one, which forks and waits).
  *   scale_bench <nranks> [iterations [rank-nofile]]   (MIXCCL_NET, MIXCCL_CONNECT as usual)
  * rank-nofile: each rank's RLIMIT_NOFILE (ulimit -n), set after the fork.
@@ -11,6 +12,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stddef.h>
+#include <time.h>
 #include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,7 +77,15 @@ static void runRank(int rank, int n, int iters, int nroots, mixcclUniqueId* ids,
   s.peers = mixcclCommInspect(comm, "connected_peers", v, sizeof(v)) == mixcclSuccess ? atoi(v) : -1;
   /* Every rank has measured before any leaves. */
   CHECK(mixcclAllReduce(small, smallOut, 2, mixcclFloat, mixcclSum, comm, NULL));
+  /* The parent reads every rank's mappings once all have reported, then sends SIGUSR1 (blocked
+   * since the fork, so it cannot come too early); the communicator and its shared memory live
+   * until then, within a bound. A signal, not a pipe: no descriptor more to count. */
+  sigset_t go;
+  sigemptyset(&go);
+  sigaddset(&go, SIGUSR1);
   if (write(out, &s, sizeof(s)) != (ssize_t)sizeof(s)) _exit(1);
+  struct timespec bound = {120, 0};
+  sigtimedwait(&go, NULL, &bound);
   CHECK(mixcclCommDestroy(comm));
   _exit(0);
 }
@@ -107,6 +117,10 @@ int main(int argc, char** argv) {
   for (int r = 0; r < n; ++r) {
     pids[r] = fork();
     if (pids[r] == 0) {
+      sigset_t go;
+      sigemptyset(&go);
+      sigaddset(&go, SIGUSR1);
+      sigprocmask(SIG_BLOCK, &go, NULL);
       /* Only the report pipe stays (as fd 3): the parent's other descriptors (the rendezvous
        * root's connections with the ranks forked before) are not this rank's to count. */
       if (dup2(fds[1], 3) != 3) _exit(3);
@@ -121,6 +135,7 @@ int main(int argc, char** argv) {
     }
   }
   close(fds[1]);
+  long shmHostKiB = -1;
   struct ScaleStats* all = (struct ScaleStats*)calloc(n, sizeof(struct ScaleStats));
   int got = 0, failed = 0, reaped = 0;
   /* Reports come through the pipe; a rank that fails ends the run at once (the others would
@@ -130,6 +145,12 @@ int main(int argc, char** argv) {
     if (poll(&p, 1, 100) > 0) {
       if (read(fds[0], &all[got], sizeof(struct ScaleStats)) != (ssize_t)sizeof(struct ScaleStats)) failed = 1;
       else ++got;
+    }
+    if (got == n) {
+      /* Every rank waits for SIGUSR1 with its communicator alive: count, then let them go. */
+      shmHostKiB = scaleShmHostKiB(pids, n);
+      for (int r = 0; r < n; ++r)
+        if (pids[r] > 0) kill(pids[r], SIGUSR1);
     }
     int status = 0;
     pid_t done;
@@ -158,6 +179,6 @@ int main(int argc, char** argv) {
   const double rootCpu = cpuSeconds(&self) - cpuSeconds(&mainThread);
   char extra[64];
   snprintf(extra, sizeof(extra), " root_cpu_s %.3f roots %d", rootCpu, nroots);
-  scalePrintSummary(all, n, extra);
+  scalePrintSummary(all, n, shmHostKiB, extra);
   return 0;
 }

@@ -46,9 +46,14 @@ int main(int argc, char** argv) {
   s.peers = -1;
   struct ScaleStats* all = rank == 0 ? (struct ScaleStats*)calloc(n, sizeof(s)) : NULL;
   MPI_Gather(&s, sizeof(s), MPI_BYTE, all, sizeof(s), MPI_BYTE, 0, MPI_COMM_WORLD);
+  /* Rank 0 reads every rank's mappings (one host) while the others wait in the barrier. */
+  pid_t me = getpid();
+  pid_t* pids = rank == 0 ? (pid_t*)calloc(n, sizeof(pid_t)) : NULL;
+  MPI_Gather(&me, sizeof(me), MPI_BYTE, pids, sizeof(me), MPI_BYTE, 0, MPI_COMM_WORLD);
   if (rank == 0) {
-    scalePrintSummary(all, n, "");
+    scalePrintSummary(all, n, scaleShmHostKiB(pids, n), "");
   }
+  MPI_Barrier(MPI_COMM_WORLD);
   MPI_Finalize();
   return 0;
 }

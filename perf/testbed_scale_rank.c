@@ -81,6 +81,7 @@ int main(int argc, char** argv) {
   scaleCountFds(&fds, &sockets);
   const long rssKiB = scaleRssKiB(), shmKiB = scaleShmMappedKiB();
   (void)scalePrintSummary;  /* the single-host bench's summary; this one prints per rank */
+  (void)scaleShmHostKiB;
   char peers[32] = "?", algoSmall[64] = "?", algoBig[64] = "?";
   mixcclCommInspect(comm, "connected_peers", peers, sizeof(peers));
   mixcclCommInspect(comm, "algo.allreduce.8", algoSmall, sizeof(algoSmall));

@@ -92,7 +92,7 @@ if ((RUN_ASAN)); then
         -DMIXCCL_BUILD_FUZZERS=$fuzz >/dev/null
   targets=(mixccl collective_matrix api_behaviour_tests inspect_tests mixccl_unit_tests fault_tests
            fault_mismatch_tests fault_wire_mismatch_tests fault_stranger_tests fault_flood_tests
-           fault_rendezvous_tests fault_shrink_tests
+           fault_rendezvous_tests fault_root_exit_while_waiting fault_shrink_tests
            proxy_transport_tests premulsum_tests probe_tests fuzz_replay_bootstrap
            fuzz_replay_transport)
   [ "$fuzz" = ON ] && targets+=(fuzz_bootstrap fuzz_transport)

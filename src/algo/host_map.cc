@@ -50,6 +50,32 @@ Result parseHostSplit(const std::string& spec, int nranks, std::vector<uint64_t>
   return mixcclSuccess;
 }
 
+uint64_t hostSplitHash(const std::string& spec) {
+  if (spec.empty()) return 0;
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : spec) h = (h ^ c) * 1099511628211ull;
+  return h ? h : 1;  // 0 stays "unset"
+}
+
+Result checkHostSplitAgreed(int rank, const std::string& spec, const std::vector<uint64_t>& hashes,
+                            const std::vector<std::string>& names) {
+  // At most this many ranks by name: the message stays readable at thousands of ranks.
+  constexpr int kNamed = 4;
+  std::string differ;
+  int count = 0;
+  for (size_t r = 1; r < hashes.size(); ++r) {
+    if (hashes[r] == hashes[0]) continue;
+    if (count < kNamed) differ += (count ? ", " : "") + names[r];
+    ++count;
+  }
+  if (count == 0) return mixcclSuccess;
+  if (count > kNamed) differ += " and " + std::to_string(count - kNamed) + " more";
+  const std::string here = spec.empty() ? "unset" : "'" + spec + "'";
+  return raiseError(mixcclInvalidUsage, "rank %d: MIXCCL_HIER_HOSTS must be the same on every rank, "
+                    "but %s %s it differently from %s (here: %s)", rank, differ.c_str(),
+                    count == 1 ? "sets" : "set", names[0].c_str(), here.c_str());
+}
+
 std::string describeHosts(const DomainMap& hosts) {
   std::string s = std::to_string(hosts.domains.size()) +
                   (hosts.domains.size() == 1 ? " host: " : " hosts: ");

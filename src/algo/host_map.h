@@ -23,6 +23,17 @@ DomainMap groupRanksByHost(const std::vector<uint64_t>& hostKeys);
 // alone. Returns an error saying what is wrong with spec.
 Result parseHostSplit(const std::string& spec, int nranks, std::vector<uint64_t>* keys);
 
+// A hash of a MIXCCL_HIER_HOSTS value (0: unset), which every rank sends in its peer record so
+// that ranks given different labels fail init at once (core/peer_agreement.h) instead of each
+// running its own grouping and waiting on the others in their first collective.
+uint64_t hostSplitHash(const std::string& spec);
+
+// Succeeds when every rank's hash (hashes[r], names[r] "rank r (host pid N)") equals rank 0's;
+// else mixcclInvalidUsage naming the ranks whose value differs from rank 0's (the same list on
+// every rank) and this rank's own value (spec).
+Result checkHostSplitAgreed(int rank, const std::string& spec, const std::vector<uint64_t>& hashes,
+                            const std::vector<std::string>& names);
+
 // "2 hosts: {0,1} + {2,3}", for logs and mixcclCommInspect "hosts".
 std::string describeHosts(const DomainMap& hosts);
 

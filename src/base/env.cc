@@ -93,7 +93,9 @@ EnvParams load() {
   p.hierPieceBytes = (size_t)readInt("MIXCCL_HIER_PIECE_BYTES", 1 << 20, 1024, 1LL << 30);
   p.shmDisable = readBool("MIXCCL_SHM_DISABLE", false);
   p.connect = readString("MIXCCL_CONNECT", "auto");
+  p.testRdmaActive = readChoice("MIXCCL_TEST_RDMA_ACTIVE", {"0", "1"}, "");
   p.shmBytes = (size_t)readInt("MIXCCL_SHM_BYTES", 0, 4096, 1LL << 30);  // 0: from the L2
+  p.shmFarBytes = (size_t)readInt("MIXCCL_SHM_FAR_BYTES", 0, 4096, 1LL << 30);  // 0: derived
   p.shmCma = readBool("MIXCCL_SHM_CMA", false);  // off: slower than the ring here (docs/performance.md)
   p.shmSlotBytes = readInt("MIXCCL_SHM_SLOT_BYTES", -1, 0, 1 << 20);
   p.shmCmaThreshold = (size_t)readInt("MIXCCL_SHM_CMA_THRESHOLD", 64 << 10, 1, 1LL << 40);

@@ -28,6 +28,8 @@ struct EnvParams {
   std::string adaptor;        // MIXCCL_ADAPTOR
   std::string net;            // MIXCCL_NET
   std::string connect;        // MIXCCL_CONNECT: auto, eager (every pair at init), lazy (on first use)
+  std::string testRdmaActive; // MIXCCL_TEST_RDMA_ACTIVE (tests only): "1"/"0" replaces whether
+                              // this host has an active RDMA port; "": the host's answer
   std::string ofiProvider;    // MIXCCL_OFI_PROVIDER: libfabric provider list of MIXCCL_NET=ofi
   std::string topoDumpFile;   // MIXCCL_TOPO_DUMP_FILE: write the job topology as JSON at init
   bool checkMismatch;         // MIXCCL_CHECK_MISMATCH: compare every collective across ranks
@@ -38,6 +40,8 @@ struct EnvParams {
   bool shmDisable;            // MIXCCL_SHM_DISABLE: same-host peers use the network transport
   size_t shmBytes;            // MIXCCL_SHM_BYTES: ring of each shared-memory segment; 0 (unset):
                               // from the L2 cache (transport/shm_sizing.h)
+  size_t shmFarBytes;         // MIXCCL_SHM_FAR_BYTES: ring to a same-host peer that is not a ring
+                              // neighbour; 0 (unset): a share of a per-rank budget (shm_sizing.h)
   bool shmCma;                // MIXCCL_SHM_CMA: 1 turns cross-memory attach on
   long long shmSlotBytes;     // MIXCCL_SHM_SLOT_BYTES: data bytes of each shared-memory slot;
                               // 0 turns the slots off, -1 (unset): from the L2 (shm_sizing.h)

@@ -62,6 +62,8 @@ class HandshakeServer {
 
   const Counts& counts() const { return counts_; }
   size_t maxPending() const { return maxPending_; }
+  // No connection is in its handshake (the owner's thread needs no crypto until one comes).
+  bool idle() const { return pending_.empty(); }
   // "refused 2 connections that failed authentication (...) and dropped 5 idle ones", or "".
   std::string strangerReport() const;
 

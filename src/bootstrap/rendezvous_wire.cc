@@ -54,6 +54,10 @@ bool checkPeerInfo(const PeerInfo& p, std::string* why) {
     *why = "adaptor name is not terminated";
     return false;
   }
+  if (p.connectAsked > kConnectInvalid || p.lazyAlone > 1 || p.rdmaPort > 1) {
+    *why = "connection mode is not one of auto, eager, lazy, invalid";
+    return false;
+  }
   return checkListenAddress(p.listenAddr, why);
 }
 

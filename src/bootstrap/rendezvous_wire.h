@@ -30,7 +30,7 @@ struct RankHello {
   uint32_t reserved;
   WireAddress exchangeAddr;
 };
-static_assert(sizeof(RankHello) == 176, "RankHello is part of the wire format");
+static_assert(sizeof(RankHello) == 208, "RankHello is part of the wire format");
 
 // The root answers each rank with a status (0 = ok, else a mixcclResult_t) and, if ok, the
 // rank's place in the exchange tree (RootPlacement): the ranks, not the whole table, so the
@@ -57,7 +57,7 @@ struct RootPlacement {
   TreeNeighbour parent;
   TreeNeighbour children[kMaxTreeChildren];
 };
-static_assert(sizeof(RootPlacement) == 808, "RootPlacement is part of the wire format");
+static_assert(sizeof(RootPlacement) == 968, "RootPlacement is part of the wire format");
 
 // A peer's strings terminated, its listen address decodable.
 bool checkPeerInfo(const PeerInfo& p, std::string* why);

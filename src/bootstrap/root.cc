@@ -27,6 +27,7 @@ namespace {
 
 // rootConnectionCounts(): one counter per outcome, for every root of the process.
 std::atomic<uint64_t> gAccepted{0}, gAdmitted{0}, gRefused{0}, gDropped{0}, gCut{0};
+std::atomic<int> gRunning{0};  // rendezvousRootsRunning()
 
 // Every rank of the table gets its reply within this long (it is waiting for it).
 constexpr double kReplySeconds = 10.0;
@@ -92,7 +93,21 @@ class RendezvousRoot {
     for (HandshakeServer::Arrival& a : arrivals) offer(a);
     for (size_t i = 0; i < fds.size() && failure_ == mixcclSuccess; ++i)
       if (fds[i].revents) checkLeft(rankOfFd[i]);
+    releaseCryptoWhenIdle();
     return r;
+  }
+
+  // The root is detached, and the process that hosts it may exit while it still waits for
+  // ranks (rank 0's init has returned, or a test ended): OpenSSL's exit handler then frees its
+  // global state under this thread, and this thread's own random generators and error queue
+  // are lost (LeakSanitizer reports them). So the thread gives its OpenSSL state back as soon
+  // as no handshake is under way; the next handshake sets it up again (microseconds, against a
+  // TCP handshake's tens of microseconds at least).
+  void releaseCryptoWhenIdle() {
+    const uint64_t accepted = server_.counts().accepted;
+    if (!server_.idle() || accepted == acceptedAtRelease_) return;
+    releaseThreadCrypto();
+    acceptedAtRelease_ = accepted;
   }
 
   // Whether p describes a rank of this very process (the one that hosts the root).
@@ -240,11 +255,14 @@ class RendezvousRoot {
   std::vector<Socket> conns_;  // admitted ranks, by rank
   Socket offender_;            // the rank whose hello doomed the job, until it is told
   bool offenderInThisProcess_ = false;
+  uint64_t acceptedAtRelease_ = 0;  // connections accepted when the thread last released crypto
   Result failure_ = mixcclSuccess;
   std::string failureMessage_;
 };
 
 }  // namespace
+
+int rendezvousRootsRunning() { return gRunning.load(); }
 
 RootConnectionCounts rootConnectionCounts() {
   RootConnectionCounts c;
@@ -264,6 +282,7 @@ Result startRendezvousRoot(const SocketAddress& addr, const Secret& secret, Sock
   // The thread counts as busy from its first instruction (its start-up allocates, and the
   // caller may fork right after this returns); see fork_guard.h.
   forkGuardHandOff();
+  ++gRunning;
   std::thread([root]() mutable {
     {
       ForkGuardAdopted guarded;
@@ -271,6 +290,7 @@ Result startRendezvousRoot(const SocketAddress& addr, const Secret& secret, Sock
       root.reset();
       // While still busy: the thread's exit would free OpenSSL's state for it unguarded.
       releaseThreadCrypto();
+      --gRunning;
     }
     forkGuardReleaseHandedOff();
   }).detach();

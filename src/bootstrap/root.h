@@ -30,4 +30,8 @@ struct RootConnectionCounts {
 };
 RootConnectionCounts rootConnectionCounts();
 
+// Root threads of this process that have not finished yet (their OpenSSL state given back
+// included). Lets a test wait for a detached root to end.
+int rendezvousRootsRunning();
+
 }  // namespace mixccl

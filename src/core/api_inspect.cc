@@ -117,9 +117,14 @@ Result valueOf(const Comm* comm, const std::string& key, std::string* value) {
     *value = std::to_string(comm->tuning.socketBufferBytes);
     return mixcclSuccess;
   }
-  // MIXCCL_CONNECT as applied: "eager" or "lazy"; how many peers this rank is connected to.
+  // MIXCCL_CONNECT as applied: "eager" or "lazy", and why (core/connect_mode.h); how many
+  // peers this rank is connected to.
   if (key == "connect") {
     *value = comm->lazyConnect ? "lazy" : "eager";
+    return mixcclSuccess;
+  }
+  if (key == "connect_why") {
+    *value = comm->connectWhy;
     return mixcclSuccess;
   }
   if (key == "connected_peers") {
@@ -150,7 +155,7 @@ Result valueOf(const Comm* comm, const std::string& key, std::string* value) {
     return mixcclSuccess;
   }
   return raiseError(mixcclInvalidArgument, "%s: unknown key '%s' (keys: transport.<peer>, "
-                    "transport_why.<peer>, transport_detail.<peer>, device_direct.<peer>, algo.allreduce.<bytes>, algo.allgather.<bytes>, algo.broadcast.<bytes>, algo.reduce.<bytes>, tuning, tuning.chunk_bytes, tuning.rh_threshold_bytes, tuning.socket_buffer_bytes, connect, connected_peers, domains, hosts, adaptor.<rank>, memory, shm_slot_bytes)",
+                    "transport_why.<peer>, transport_detail.<peer>, device_direct.<peer>, algo.allreduce.<bytes>, algo.allgather.<bytes>, algo.broadcast.<bytes>, algo.reduce.<bytes>, tuning, tuning.chunk_bytes, tuning.rh_threshold_bytes, tuning.socket_buffer_bytes, connect, connect_why, connected_peers, domains, hosts, adaptor.<rank>, memory, shm_slot_bytes)",
                     kFn, key.c_str());
 }
 

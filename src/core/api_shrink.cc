@@ -65,6 +65,8 @@ Result shrinkComm(Comm* parent, const int* list, int n, Comm** out, const mixccl
   MIXCCL_CHECK(meeting.agree(&id, &newRank, &newNranks));
   INFO(kLogInit, "rank %d: mixcclCommShrink: excluding %s, new rank %d of %d", parent->rank,
        describeRankList(excluded).c_str(), newRank, newNranks);
+  // Every survivor agreed the excluded ranks are gone: remove what they left by name.
+  if (parent->proxy) parent->proxy->peersGone(excluded);
   // The meeting's connections carry the peer exchange; the new communicator connects afresh.
   // It is made blocking (the meeting cannot outlive this call) and then keeps the config's mode.
   CommConfig blocking = cfg;

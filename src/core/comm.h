@@ -36,11 +36,13 @@ struct mixcclComm {
   // The first failure of anything working for this communicator (declared before the proxy,
   // which reports into it, so it outlives the proxy).
   mixccl::Health health;
-  // MIXCCL_CONNECT (comm_init.cc): pairs connect on first use through connector, which the
+  // MIXCCL_CONNECT, agreed by every rank (connect_mode.h), and why (mixcclCommInspect
+  // "connect_why"). Pairs connect on first use through connector, which the
   // proxy asks for them. Declared before the proxy, so that it outlives the proxy's thread
   // (which takes accepted pairs from it until it is joined); its acceptor, which wakes the
   // proxy, is stopped first (~mixcclComm).
   bool lazyConnect = false;
+  std::string connectWhy;
   std::unique_ptr<mixccl::LazyConnector> connector;
   std::unique_ptr<mixccl::Proxy> proxy;
   // Small collectives of a one-host communicator (transport/shm_slots.h); null where not every

@@ -17,7 +17,9 @@
 #include "core/domain_comm.h"
 #include "core/comm_registry.h"
 #include "core/comm_slots.h"
+#include "core/connect_mode.h"
 #include "core/lazy_connector.h"
+#include "core/peer_agreement.h"
 #include "core/recovery_listener.h"
 #include "base/env.h"
 #include "base/error.h"
@@ -79,8 +81,12 @@ ShmParams shmParamsFor(const Comm* comm) {
     const TopoCaches caches = hostCaches(comm->rank);
     sp.ringBytes = shmRingBytesFor(caches.l2.bytes, caches.l2.cores, comm->tuning.chunkBytes, &why);
   }
-  INFO(kLogInit, "rank %d: shared-memory rings of %zu bytes (%s)", comm->rank, sp.ringBytes,
-       why.c_str());
+  sp.farRingBytes = env().shmFarBytes;
+  const std::string far = sp.farRingBytes
+      ? std::to_string(sp.farRingBytes) + " bytes (MIXCCL_SHM_FAR_BYTES)"
+      : "that x distance / (ranks / 2), at least " + std::to_string(kShmFarRingMinBytes) + " bytes";
+  INFO(kLogInit, "rank %d: shared-memory rings of %zu bytes to ring neighbours (%s), to other "
+       "peers %s", comm->rank, sp.ringBytes, why.c_str(), far.c_str());
   sp.cma = env().shmCma;
   sp.cmaThreshold = env().shmCmaThreshold;
   return sp;
@@ -181,38 +187,6 @@ Result setupSlots(Comm* comm, const std::vector<std::unique_ptr<Connection>>& li
   return mixcclSuccess;
 }
 
-// MIXCCL_CONNECT: eager connects every pair at init, lazy on first use; auto (the default)
-// is lazy above kEagerMaxRanks ranks, where a full mesh starts to cost more descriptors,
-// memory and init time than a small job's latency gains from it (docs/scale.md). Socket,
-// shared memory, ucx and ofi connect lazily; auto on a host with an active RDMA port is eager,
-// since its pairs' transports are planned from every rank's ports (lazy_connector.h).
-constexpr int kEagerMaxRanks = 16;
-
-Result chooseConnectMode(const Comm* comm, bool* lazy, std::string* why) {
-  const std::string& mode = env().connect;
-  if (mode != "auto" && mode != "eager" && mode != "lazy")
-    return raiseError(mixcclInvalidArgument, "rank %d: MIXCCL_CONNECT='%s' is not one of auto, "
-                      "eager, lazy", comm->rank, mode.c_str());
-  const std::string& net = comm->config.netName;
-  const bool lazyNet = net == "socket" || net == "shm" || net == "ucx" || net == "ofi" ||
-                       (net == "auto" && !hostHasActiveRdmaPort(comm->rank));
-  *lazy = false;
-  if (mode == "eager") {
-    *why = "MIXCCL_CONNECT=eager";
-  } else if (!lazyNet) {
-    *why = "MIXCCL_CONNECT=" + mode + ", but MIXCCL_NET=auto on a host with an active RDMA port "
-           "connects at init";
-  } else if (mode == "lazy") {
-    *lazy = true;
-    *why = "MIXCCL_CONNECT=lazy";
-  } else {
-    *lazy = comm->nranks > kEagerMaxRanks;
-    *why = "MIXCCL_CONNECT=auto: " + std::to_string(comm->nranks) +
-           (*lazy ? " ranks > " : " ranks <= ") + std::to_string(kEagerMaxRanks);
-  }
-  return mixcclSuccess;
-}
-
 // Rendezvous, connections, proxy: everything after the fields of comm are set.
 Result connectComm(Comm* comm, const UniqueIdData& givenId, const PeerExchange& exchangePeers) {
   const int rank = comm->rank, nranks = comm->nranks;
@@ -252,6 +226,8 @@ Result connectComm(Comm* comm, const UniqueIdData& givenId, const PeerExchange& 
   snprintf(mine.adaptor, sizeof(mine.adaptor), "%s", comm->adaptor->name.c_str());
   mine.domainColor = domainColor;
   mine.device = comm->device;
+  describeAgreedSettings(comm, &mine);
+  describeConnectRequest(comm, &mine);
   if (exchangePeers) {
     MIXCCL_CHECK(exchangePeers(mine, &comm->peers));
     for (int r = 0; r < nranks; ++r)
@@ -261,6 +237,7 @@ Result connectComm(Comm* comm, const UniqueIdData& givenId, const PeerExchange& 
   } else {
     MIXCCL_CHECK(rendezvous(id, rank, nranks, mine, deadline, &comm->peers));
   }
+  MIXCCL_CHECK(checkAgreedSettings(comm));
 
   // This host's sizes (algo/tuning.h), before the mesh: its socket buffers are set as it connects.
   int localRanks = 0;
@@ -269,10 +246,9 @@ Result connectComm(Comm* comm, const UniqueIdData& givenId, const PeerExchange& 
                               envTuningOverrides());
   MeshParams mesh{rank, nranks, config.nsocksPerPeer, id.commHash, id.secret};
   mesh.socketBufferBytes = comm->tuning.socketBufferBytes;
-  std::string connectWhy;
-  MIXCCL_CHECK(chooseConnectMode(comm, &comm->lazyConnect, &connectWhy));
+  MIXCCL_CHECK(agreeConnectMode(comm, &comm->lazyConnect, &comm->connectWhy));
   INFO(kLogInit | kLogNet, "rank %d: connections %s (%s)", rank,
-       comm->lazyConnect ? "on first use" : "to every peer at init", connectWhy.c_str());
+       comm->lazyConnect ? "on first use" : "to every peer at init", comm->connectWhy.c_str());
   std::vector<std::vector<Socket>> conns(nranks);
   std::vector<std::unique_ptr<Connection>> links(nranks);
   if (!comm->lazyConnect) {

@@ -17,6 +17,7 @@ Result exchangeTopology(Comm* comm, const std::string& socketInterface);
 
 // Whether this host has an active RDMA port (the topology discovery, once per process), for
 // MIXCCL_NET=auto's choice between an RDMA transport and sockets across hosts.
+// MIXCCL_TEST_RDMA_ACTIVE=0|1 replaces the answer (tests only, docs/environment.md).
 bool hostHasActiveRdmaPort(int rank);
 
 // This host's cache sizes (the same discovery); all zero when the discovery failed.

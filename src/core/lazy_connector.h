@@ -14,8 +14,8 @@
 // (no data socket: their addresses and keys go over the control connection, and the endpoint is
 // made when the proxy takes the pair, Transport::connectOnFirstUse); else the socket transport's
 // connections. With MIXCCL_NET=auto on a host with an active RDMA port the pair's transport
-// depends on both ranks' ports, agreed over a full mesh: such a communicator connects eagerly
-// (comm_init.cc).
+// depends on both ranks' ports, agreed over a full mesh: every rank of such a communicator
+// connects eagerly (connect_mode.h).
 #pragma once
 
 #include <atomic>

@@ -69,6 +69,9 @@ class Proxy : private TransportEvents {
   void wake();
   // How many peers this rank is connected to (mixcclCommInspect "connected_peers").
   int connectedPeers() const;
+  // These peers failed and are gone for good (a shrink excluded them): each connection to one
+  // removes what the peer left behind by name (Connection::peerGone). Any thread.
+  void peersGone(const std::vector<int>& peers);
   // Thread-safe. Requests to one peer in one direction match the peer's in posting order.
   void post(TransportRequest* r);
   // Waits until r is finished or the deadline passes; on timeout the communicator is failed

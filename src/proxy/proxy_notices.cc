@@ -136,7 +136,9 @@ void Proxy::failOnTimeout(const TransportRequest* r) {
   sampleProgress(now);
   WaitNotice n;
   n.timedOut = params_.rank;
-  n.edges = stalls_.blame(now, 2 * reportLead_);
+  std::vector<bool> canHear(params_.nranks, false);
+  for (int p = 0; p < params_.nranks; ++p) canHear[p] = control_[p].valid();
+  n.edges = stalls_.blame(now, 2 * reportLead_, canHear);
   // r itself is always among the waits once drained; a request not drained yet still names
   // the peer it was posted to.
   if (n.edges.empty()) n.edges.push_back(WaitEdge{params_.rank, r->peer, 0});

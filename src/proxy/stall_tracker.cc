@@ -64,11 +64,12 @@ void StallTracker::heard(int from, const std::vector<WaitEdge>& edges, Clock::ti
   r.edges = edges;
 }
 
-std::vector<WaitEdge> StallTracker::blame(Clock::time_point now, Clock::duration fresh) const {
+std::vector<WaitEdge> StallTracker::blame(Clock::time_point now, Clock::duration fresh,
+                                          const std::vector<bool>& canHear) const {
   const std::vector<WaitEdge> mine = waits(now);
   std::vector<bool> seen(peers_.size(), false);
   seen[rank_] = true;
-  std::vector<WaitEdge> silent;
+  std::vector<WaitEdge> silent, unheard;
   std::deque<WaitEdge> next(mine.begin(), mine.end());
   while (!next.empty()) {
     WaitEdge e = next.front();
@@ -76,6 +77,10 @@ std::vector<WaitEdge> StallTracker::blame(Clock::time_point now, Clock::duration
     if (seen[e.peer]) continue;
     seen[e.peer] = true;
     const Report& r = reports_[e.peer];
+    if (!r.heard && (size_t)e.peer < canHear.size() && !canHear[e.peer]) {
+      unheard.push_back(e);
+      continue;
+    }
     if (!r.heard || now - r.at > fresh) {
       silent.push_back(e);
       continue;
@@ -87,7 +92,7 @@ std::vector<WaitEdge> StallTracker::blame(Clock::time_point now, Clock::duration
       next.push_back(f);
     }
   }
-  std::vector<WaitEdge> out = silent.empty() ? mine : silent;
+  std::vector<WaitEdge> out = !silent.empty() ? silent : !unheard.empty() ? unheard : mine;
   longestFirst(&out);
   if (out.empty()) return out;
   const uint64_t longest = out.front().idleMs;

@@ -38,8 +38,12 @@ class StallTracker {
   // notice arrived within `fresh`, to the peers that sent none; of those, the ones idle for at
   // least nine tenths of the longest, longest first (at most kMaxWaitEdges). If every rank on
   // the way reported (they wait for each other), this rank's own longest waits. Empty when
-  // this rank waits for nobody.
-  std::vector<WaitEdge> blame(Clock::time_point now, Clock::duration fresh) const;
+  // this rank waits for nobody. canHear[p]: this rank has a control connection to p. A peer
+  // without one (pairs connected on first use) could not have sent a notice, so its silence
+  // says nothing: it is blamed only when no peer that could have spoken stayed silent. Empty:
+  // every peer can be heard (every pair connected at init).
+  std::vector<WaitEdge> blame(Clock::time_point now, Clock::duration fresh,
+                              const std::vector<bool>& canHear = {}) const;
 
   // Waiting notices go out at most once per `every` (a notice that names this rank is answered
   // by one, and so on around a cycle of waits).

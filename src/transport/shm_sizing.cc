@@ -28,6 +28,13 @@ size_t shmRingBytesFor(uint64_t l2Bytes, int l2Cores, size_t chunkBytes, std::st
   return ring;
 }
 
+size_t shmFarRingBytesFor(size_t ringBytes, int nranks, int distance) {
+  const uint64_t half = std::max<uint64_t>(floorPow2((uint64_t)std::max(nranks, 2)) / 2, 1);
+  const uint64_t d = std::min<uint64_t>(floorPow2((uint64_t)std::max(distance, 1)), half);
+  const uint64_t floorBytes = std::min(kShmFarRingMinBytes, ringBytes);
+  return (size_t)std::max<uint64_t>((uint64_t)ringBytes * d / half, floorBytes);
+}
+
 size_t shmSlotBytesFor(uint64_t l2Bytes, int l2Cores, int nranks, std::string* why) {
   char buf[160];
   if (l2Bytes == 0) {

@@ -16,9 +16,24 @@ constexpr size_t kShmRingMaxDerivedBytes = 4 << 20;
 // holds (docs/performance.md: rings of 4x the L2 lost up to 8% here, 1-2x did not); but at
 // least 4 chunks of chunkBytes (rounded up to a power of two), so that the producer writes
 // ahead while the consumer reads (rings of 1-2 chunks lost 6-9%), and at most
-// kShmRingMaxDerivedBytes (n(n-1) rings live in /dev/shm). l2Bytes 0 (not reported): kShmRingFallbackBytes. why, if not null,
-// receives how the value came about, for the log.
+// kShmRingMaxDerivedBytes. l2Bytes 0 (not reported): kShmRingFallbackBytes. why, if not null,
+// receives how the value came about, for the log. This is the ring of a pair of ring
+// neighbours; the other pairs get shmFarRingBytesFor's.
 size_t shmRingBytesFor(uint64_t l2Bytes, int l2Cores, size_t chunkBytes, std::string* why);
+
+constexpr size_t kShmFarRingMinBytes = 64 << 10;
+
+// MIXCCL_SHM_FAR_BYTES unset: the ring of a same-host pair that is not a pair of ring neighbours
+// (shm_transport.h, shmRingNeighbours), `distance` apart in rank order (cyclic) in a
+// communicator of nranks. Recursive halving (and the recursive-doubling AllGather) sends its
+// partner at distance d a d/n share of the buffer, the partner at n/2 the largest; so the
+// ring is ringBytes x d / (n/2), d and n rounded down to powers of two, within
+// [kShmFarRingMinBytes, ringBytes]. A rank's recursive partners (distances 2, 4, ..., n/2)
+// then hold less than 2 x ringBytes together (plus the floor's few extra), so with its two
+// neighbours' full rings a rank's collectives hold about 4 rings however many ranks there are:
+// a host's shared memory grows with its ranks, not with ranks x log2 ranks (each partner a
+// full ring) or ranks x ranks (every pair).
+size_t shmFarRingBytesFor(size_t ringBytes, int nranks, int distance);
 
 constexpr size_t kShmSlotFallbackBytes = 16 << 10;  // when the L2 cache is not known
 constexpr size_t kShmSlotMinBytes = 4 << 10;

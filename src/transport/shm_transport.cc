@@ -16,6 +16,7 @@
 #include "base/log.h"
 #include "base/pow2.h"
 #include "transport/control_exchange.h"
+#include "transport/shm_sizing.h"
 
 namespace mixccl {
 
@@ -54,6 +55,31 @@ std::string shmSegmentName(uint64_t commHash, int from, int to) {
   char name[64];
   snprintf(name, sizeof(name), "/mixccl-%016" PRIx64 "-%d-%d", commHash, from, to);
   return name;
+}
+
+bool shmRingNeighbours(int rank, int peer, const std::vector<PeerInfo>& peers) {
+  const int n = (int)peers.size();
+  if ((rank + 1) % n == peer || (peer + 1) % n == rank) return true;
+  // The host's ranks in rank order: the chains inside a host (host_hierarchical.h) follow it.
+  std::vector<int> host;
+  int me = -1;
+  for (int r = 0; r < n; ++r)
+    if (peers[r].hostHash == peers[rank].hostHash) {
+      if (r == rank) me = (int)host.size();
+      host.push_back(r);
+    }
+  const int k = (int)host.size();
+  return host[(me + 1) % k] == peer || host[(me + k - 1) % k] == peer;
+}
+
+size_t shmRingBytesTo(const ShmParams& p, const std::vector<PeerInfo>& peers, int peer) {
+  size_t bytes = p.ringBytes;
+  if (!shmRingNeighbours(p.rank, peer, peers)) {
+    const int n = (int)peers.size(), gap = peer > p.rank ? peer - p.rank : p.rank - peer;
+    bytes = p.farRingBytes ? p.farRingBytes
+                           : shmFarRingBytesFor(p.ringBytes, n, std::min(gap, n - gap));
+  }
+  return std::max<size_t>(ceilPow2(bytes), 4096);
 }
 
 std::vector<bool> shmCandidates(const ShmParams& p, const std::vector<PeerInfo>& peers) {
@@ -150,8 +176,8 @@ Result setupLinks(const ShmParams& p, const std::vector<PeerInfo>& peers,
   if (use.empty()) return mixcclSuccess;
   if (p.cma) allowPeersToAttach();
 
-  // 2. Each rank creates the segments it sends through.
-  const size_t ring = std::max<size_t>(ceilPow2(p.ringBytes), 4096);
+  // 2. Each rank creates the segments it sends through, sized by the pair (the consumer reads
+  // the capacity from the header).
   std::vector<std::unique_ptr<ShmLink>> made(p.nranks);
   Result mine = mixcclSuccess;
   for (int r : use) {
@@ -160,6 +186,7 @@ Result setupLinks(const ShmParams& p, const std::vector<PeerInfo>& peers,
     link->cmaThreshold = p.cmaThreshold;
     if (mine == mixcclSuccess) {
       std::string name = shmSegmentName(p.commHash, p.rank, r);
+      const size_t ring = shmRingBytesTo(p, peers, r);
       mine = ShmSegment::create(name, kShmHeaderBytes + ring, &link->outSeg);
       if (mine == mixcclSuccess) {
         ShmRing::initHeader(link->outSeg.base(), ring, randomNonce());

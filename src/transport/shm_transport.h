@@ -44,7 +44,9 @@ struct ShmParams {
   int rank = 0;
   int nranks = 1;
   uint64_t commHash = 0;
-  size_t ringBytes = 1 << 20;   // rounded up to a power of two
+  size_t ringBytes = 1 << 20;   // rings to ring neighbours; rounded up to a power of two
+  size_t farRingBytes = 0;      // rings to the other peers (MIXCCL_SHM_FAR_BYTES); 0: by
+                                // their distance (shmFarRingBytesFor)
   bool cma = false;             // try cross-memory attach (MIXCCL_SHM_CMA=1)
   size_t cmaThreshold = 64 << 10;
 };
@@ -63,6 +65,16 @@ struct ShmLink {
 
 // /mixccl-<commHash>-<from>-<to>, the shm_open name of one direction's segment.
 std::string shmSegmentName(uint64_t commHash, int from, int to);
+
+// Whether rank and peer are ring neighbours: next to each other in rank order (cyclic), or
+// among the ranks of their host in rank order (cyclic). The ring collectives and the pipelined
+// chains stream their largest messages between these; every other pair gets the smaller rings
+// of ShmParams::farRingBytes.
+bool shmRingNeighbours(int rank, int peer, const std::vector<PeerInfo>& peers);
+
+// The ring bytes of the segment rank sends through to peer (a power of two, at least 4096):
+// ringBytes to a ring neighbour, else farRingBytes or, 0 there, shmFarRingBytesFor's.
+size_t shmRingBytesTo(const ShmParams& p, const std::vector<PeerInfo>& peers, int peer);
 
 // The peers on this rank's host (hostHash): candidates for shared memory. [rank] is false.
 std::vector<bool> shmCandidates(const ShmParams& p, const std::vector<PeerInfo>& peers);

@@ -134,6 +134,10 @@ class Connection {
   virtual void goodbye() = 0;
   // The communicator failed: forget every request (the engine fails them) and cut the link.
   virtual void abandon() = 0;
+  // The peer failed (it caused this communicator's failure, or a shrink excluded it): it will
+  // never end the link itself. A transport whose peer keeps state outside its process by a name
+  // (a region in /dev/shm) removes that name, which a process killed with -9 leaves behind.
+  virtual void peerGone() {}
   // Bytes moved so far (tests and logs).
   virtual uint64_t bytesMoved() const { return 0; }
   // mixcclIprobe: whether this transport can tell that the peer's next message, which no posted

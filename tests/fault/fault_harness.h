@@ -47,6 +47,18 @@ inline int envCount(const char* name, int fallback) {
   return n > 0 ? n : fallback;
 }
 
+// The communicator's connection mode (mixcclCommInspect "connect": eager or lazy) into *mode;
+// false when it cannot be read or differs from a MIXCCL_CONNECT=eager|lazy the test was run
+// under (a .lazy variant must really run lazily).
+inline bool connectModeAsAsked(mixcclComm_t comm, std::string* mode) {
+  char v[16] = "";
+  if (mixcclCommInspect(comm, "connect", v, sizeof(v)) != mixcclSuccess) return false;
+  *mode = v;
+  const char* asked = getenv("MIXCCL_CONNECT");
+  const std::string want = asked ? asked : "";
+  return (want != "eager" && want != "lazy") || want == *mode;
+}
+
 inline void sleepSeconds(double s) {
   timespec ts{(time_t)s, (long)((s - (time_t)s) * 1e9)};
   while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
@@ -99,15 +111,39 @@ inline int countThreads() {
   return n;
 }
 
-// Names under /dev/shm that mention mixccl (the library must leave none behind).
-inline std::set<std::string> shmFiles() {
+// Names under /dev/shm that contain `part` (by default those of the library; "" for every
+// name, as UCX's shared-memory transports keep their own files there).
+inline std::set<std::string> shmFiles(const char* part = "mixccl") {
   std::set<std::string> out;
   DIR* d = opendir("/dev/shm");
   if (!d) return out;
   while (dirent* e = readdir(d))
-    if (strstr(e->d_name, "mixccl")) out.insert(e->d_name);
+    if (e->d_name[0] != '.' && strstr(e->d_name, part)) out.insert(e->d_name);
   closedir(d);
   return out;
+}
+
+// The names containing `part` that appeared under /dev/shm since `before` and stay, space-
+// separated: a name is a leak only if it is still there graceS seconds later. Segments exist
+// only while a communicator initialises, and tests running at the same time (ctest -j) create
+// and remove their own, so a name that comes and goes meanwhile belongs to someone else.
+// (Comparing the whole directory before and after failed whenever another test's segment was
+// there at the second look.)
+inline std::string shmLeftSince(const std::set<std::string>& before, const char* part = "mixccl",
+                                double graceS = 5.0) {
+  std::set<std::string> left;
+  for (const std::string& f : shmFiles(part))
+    if (!before.count(f)) left.insert(f);
+  for (int i = 0; i < (int)(graceS * 10) && !left.empty(); ++i) {
+    usleep(100 * 1000);
+    std::set<std::string> now = shmFiles(part), still;
+    for (const std::string& f : left)
+      if (now.count(f)) still.insert(f);
+    left.swap(still);
+  }
+  std::string names;
+  for (const std::string& f : left) names += (names.empty() ? "" : " ") + f;
+  return names;
 }
 
 inline void copyMessage(RankReport* r, const char* msg) {

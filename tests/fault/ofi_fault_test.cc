@@ -21,6 +21,7 @@
 
 #include <dirent.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -70,6 +71,9 @@ int openFds() {
   return n - 1;  // the directory stream's own fd
 }
 
+// The libfabric shm provider's regions in /dev/shm: mixccl names them mixccl-ofi-<comm>-<rank>.
+constexpr const char* kOfiShmPart = "mixccl-ofi-";
+
 std::string named(int r) { return "rank " + std::to_string(r) + " (" + fault::hostName(); }
 
 // Init, then assert that ofi carries every pair (the forced setting took effect). A first
@@ -94,6 +98,15 @@ int initOverOfi(mixcclComm_t* comm, const mixcclUniqueId& id, const mixcclUnique
     RANK_CHECK(mixcclCommInspect(*comm, key, value, sizeof(value)) == mixcclSuccess);
     if (std::string(value) != "ofi") {
       fprintf(stderr, "rank %d: transport to %d is '%s', expected ofi\n", rank, p, value);
+      return 9;
+    }
+  }
+  // A forced MIXCCL_CONNECT (the .shm_lazy run) took effect.
+  if (const char* connect = getenv("MIXCCL_CONNECT")) {
+    char value[32] = "";
+    RANK_CHECK(mixcclCommInspect(*comm, "connect", value, sizeof(value)) == mixcclSuccess);
+    if (std::string(value) != connect) {
+      fprintf(stderr, "rank %d: connect is '%s', MIXCCL_CONNECT says %s\n", rank, value, connect);
       return 9;
     }
   }
@@ -193,6 +206,7 @@ class OfiFault : public ::testing::Test {
 
 TEST_F(OfiFault, KillNineBetweenCallsIsARemoteErrorNamingThePeer) {
   const int n = 3, victim = 2;
+  const std::set<std::string> namesBefore = fault::shmFiles(kOfiShmPart);
   Job job(n, 60);
   TwoIds ids;
   ASSERT_TRUE(job.ok() && ids.ok);
@@ -213,6 +227,9 @@ TEST_F(OfiFault, KillNineBetweenCallsIsARemoteErrorNamingThePeer) {
     namingVictim += std::string(job.report(r).message).find(named(victim)) != std::string::npos;
   }
   EXPECT_GE(namingVictim, 1) << "no survivor named the killed rank";
+  // Over the shm provider with pairs connected on first use the victim's region still had its
+  // name when it died (peers map it at their first message): the survivors removed it.
+  EXPECT_EQ(fault::shmLeftSince(namesBefore, kOfiShmPart, 2.0), "") << "libfabric shm region names left in /dev/shm";
 }
 
 TEST_F(OfiFault, StoppedBetweenCallsIsATimeoutAtTheBound) {

@@ -17,13 +17,6 @@ constexpr int kRanks = 3;
 // that rejoins: its message holds the id, released the cycle it belongs to (+1).
 constexpr int kHandover = 15;
 
-std::string namesBeyond(const std::set<std::string>& before, const std::set<std::string>& now) {
-  std::string out;
-  for (const std::string& n : now)
-    if (!before.count(n)) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
 // One cycle on this process: the rank numbered `leaving` in comm leaves and rejoins; returns the
 // grown communicator in *comm (the old ones destroyed), or an exit code for the parent.
 int shrinkAndGrow(Rank& me, const char* net, int cycle, mixcclComm_t* comm) {
@@ -103,7 +96,7 @@ TEST_P(ShrinkTest, ShrinkGrowCyclesLeakNothing) {
     }
     rep->fdsAfter = fault::countFds();
     rep->iterations = fault::countThreads();
-    const std::string left = namesBeyond(shm, fault::shmFiles());
+    const std::string left = fault::shmLeftSince(shm);
     if (!left.empty()) fault::copyMessage(rep, ("new in /dev/shm: " + left).c_str());
     if (mixcclCommDestroy(comm) != mixcclSuccess) return 14;
     return left.empty() ? 0 : 15;
@@ -117,7 +110,7 @@ TEST_P(ShrinkTest, ShrinkGrowCyclesLeakNothing) {
     EXPECT_EQ(rep.fdsAfter, rep.fdsBefore) << "fds after " << cycles << " cycles";
     EXPECT_EQ(rep.iterations, rep.threadsAfterDestroy) << "threads after " << cycles << " cycles";
   }
-  EXPECT_EQ(namesBeyond(shmBefore, fault::shmFiles()), "") << "left in /dev/shm by the job";
+  EXPECT_EQ(fault::shmLeftSince(shmBefore), "") << "left in /dev/shm by the job";
 }
 
 }  // namespace

@@ -81,7 +81,11 @@ void loseRanksMidAllReduceThenShrink(const char* net, const std::vector<int>& vi
          "round(s): min %.3f s, median %.3f s, p90 %.3f s, max %.3f s\n", net,
          sig == SIGKILL ? "kill -9" : "SIGSTOP", victims.size(), times.size(), rounds,
          times.front(), times[times.size() / 2], times[times.size() * 9 / 10], times.back());
-  EXPECT_LT(times.back(), timeoutS + 1.0) << "within the timeout plus 1 s";
+  // Bounded, not timed: found by the timeout at the latest, then the shrink with its new
+  // communicator, which over ofi in the ASan build on 2 loaded cores once took 1.36 s past
+  // the timeout (the survivors' 3.36 s against a 2 s timeout).
+  constexpr double kShrinkBoundS = 3.0;
+  EXPECT_LT(times.back(), timeoutS + kShrinkBoundS) << "within the timeout plus 3 s";
 }
 
 TEST_P(ShrinkTest, KillMidAllReduceThenShrink) {

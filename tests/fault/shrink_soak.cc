@@ -81,6 +81,24 @@ bool exactCollectives(mixcclComm_t comm) {
 
 // What every rank checks once the communicator is whole again: AllReduces of three sizes and a
 // Broadcast from the last rank (a replacement after a grow).
+// One value to and from every peer, checked. Every pair is then connected, also under
+// MIXCCL_CONNECT=lazy, where a rank otherwise holds the pairs its renumbered neighbours need:
+// its fd count after each round then compares with its first round's (leaksNothing).
+bool exchangeWithEveryPeer(mixcclComm_t comm, int rank) {
+  std::vector<int32_t> got(nranks, -1);
+  const int32_t mine = rank;
+  mixcclGroupStart();
+  for (int p = 0; p < nranks; ++p) {
+    if (p == rank) continue;
+    mixcclSend(&mine, 1, mixcclInt32, p, comm, nullptr);
+    mixcclRecv(&got[p], 1, mixcclInt32, p, comm, nullptr);
+  }
+  if (mixcclGroupEnd() != mixcclSuccess) return false;
+  for (int p = 0; p < nranks; ++p)
+    if (p != rank && got[p] != p) return false;
+  return true;
+}
+
 bool wholeAgain(mixcclComm_t comm) {
   int rank = -1;
   mixcclCommUserRank(comm, &rank);
@@ -88,7 +106,7 @@ bool wholeAgain(mixcclComm_t comm) {
   return exactCollectives(comm) &&
          mixcclBroadcast(b.data(), b.data(), b.size(), mixcclInt32, nranks - 1, comm, nullptr) ==
              mixcclSuccess &&
-         b[0] == 7 && b[999] == 7;
+         b[0] == 7 && b[999] == 7 && exchangeWithEveryPeer(comm, rank);
 }
 
 // AllReduces of 1 MiB until one fails (the kill) or every rank agrees to stop: the last element
@@ -352,12 +370,11 @@ int main(int argc, char** argv) {
     }
   }
   parent.killAll();
-  const std::set<std::string> shmAfter = fault::shmFiles();
-  for (const std::string& n : shmAfter)
-    if (!shmBefore.count(n)) {
-      printf("FAIL: /dev/shm/%s left behind\n", n.c_str());
-      ok = false;
-    }
+  const std::string left = fault::shmLeftSince(shmBefore);
+  if (!left.empty()) {
+    printf("FAIL: left behind in /dev/shm: %s\n", left.c_str());
+    ok = false;
+  }
   if (!fault::Job::noChildrenLeft()) {
     printf("FAIL: a child process was left\n");
     ok = false;

@@ -40,8 +40,20 @@ constexpr int kRanks = 4;
 constexpr size_t kCount = 1 << 21;
 
 // The communicator's timeout, which bounds its init too: libfabric's tcp provider needs more
-// than a second for the first messages of 4 ranks on a loaded 2-core machine.
-int timeoutFor(const std::string& net) { return net == "ofi" ? 2 : 1; }
+// than a second for the first messages of 4 ranks on a loaded 2-core machine. Connected on first
+// use (MIXCCL_CONNECT=lazy), a rank starts libfabric inside init's first collective, while its
+// peers' waits on it run: the slowest of 4 ranks took 0.47 s for that (fi_getinfo, then the
+// endpoint; perf/first_use_bench, docs/scale.md) on this 2-core machine. A wait can span two such
+// starts (the pair's hello needs both endpoints) at twice the time on a loaded machine (a
+// neighbouring test as busy as this one): 4 x 0.47 s, about 2 s more than the eager bound.
+bool connectLazily() {
+  const char* c = getenv("MIXCCL_CONNECT");
+  return c && std::string(c) == "lazy";
+}
+int timeoutFor(const std::string& net) {
+  if (net == "ofi") return connectLazily() ? 4 : 2;
+  return 1;
+}
 
 int rounds() { return fault::envCount("MIXCCL_TEST_STALL_ROUNDS", 1); }
 
@@ -57,12 +69,17 @@ int loopUntilStalled(const char* net, const mixcclUniqueId& id, int rank, int n,
     fprintf(stderr, "rank %d: init over %s failed: %s\n", rank, net, mixcclGetLastError(nullptr));
     return 3;
   }
+  // Under MIXCCL_CONNECT=lazy a pair not used yet has no transport: the AllReduce connects the
+  // ones it needs (with the transport asked for), and the blame then travels along them.
+  std::string connect;
+  RANK_CHECK(fault::connectModeAsAsked(comm, &connect));
+  const bool lazy = connect == "lazy";
   for (int p = 0; p < n; ++p) {
     if (p == rank) continue;
     char key[32], value[32] = "";
     snprintf(key, sizeof(key), "transport.%d", p);
     RANK_CHECK(mixcclCommInspect(comm, key, value, sizeof(value)) == mixcclSuccess);
-    if (std::string(value) != net) {
+    if (std::string(value) != net && !(lazy && value[0] == '\0')) {
       fprintf(stderr, "rank %d: transport to %d is '%s', expected %s\n", rank, p, value, net);
       return 4;
     }

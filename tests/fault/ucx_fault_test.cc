@@ -53,35 +53,6 @@ bool allUcx(mixcclComm_t comm, int rank, int n) {
   return true;
 }
 
-// Every name in /dev/shm (UCX's shared-memory transports keep their own files there).
-std::set<std::string> devShm() {
-  std::set<std::string> names;
-  if (DIR* d = opendir("/dev/shm")) {
-    while (dirent* e = readdir(d))
-      if (e->d_name[0] != '.') names.insert(e->d_name);
-    closedir(d);
-  }
-  return names;
-}
-
-// Names that appeared since before and are still there a few seconds later (tests running in
-// parallel create and remove their own meanwhile).
-std::string leftInDevShm(const std::set<std::string>& before) {
-  std::set<std::string> left;
-  for (const std::string& f : devShm())
-    if (!before.count(f)) left.insert(f);
-  for (int i = 0; i < 30 && !left.empty(); ++i) {
-    fault::sleepSeconds(0.1);
-    std::set<std::string> now = devShm(), still;
-    for (const std::string& f : left)
-      if (now.count(f)) still.insert(f);
-    left.swap(still);
-  }
-  std::string s;
-  for (const std::string& f : left) s += " " + f;
-  return s;
-}
-
 std::string named(int r) { return "rank " + std::to_string(r) + " (" + fault::hostName(); }
 
 // Every rank loops over a large AllReduce until it fails; survivors report.
@@ -127,7 +98,7 @@ void expectCleanSurvivor(Job& job, int r, const char* what, double bound) {
 
 void killNineMidAllReduce(const char* tls) {
   UcxTls env(tls);
-  const std::set<std::string> shmBefore = devShm();
+  const std::set<std::string> shmBefore = fault::shmFiles("");  // UCX's files too
   const int n = 3, victim = 1;
   Job job(n, 60);
   ASSERT_TRUE(job.ok());
@@ -148,7 +119,7 @@ void killNineMidAllReduce(const char* tls) {
   }
   EXPECT_GE(namingVictim, 1) << "no survivor named the killed rank";
   EXPECT_TRUE(Job::noChildrenLeft()) << "a rank process was left behind";
-  EXPECT_EQ(leftInDevShm(shmBefore), "") << "files were left in /dev/shm";
+  EXPECT_EQ(fault::shmLeftSince(shmBefore, ""), "") << "files were left in /dev/shm";
 }
 
 }  // namespace

@@ -337,11 +337,11 @@ int errorsRank(mixcclComm_t comm, int rank, int nranks, void*) {
   RANK_CHECK(failsWith(comm, "nosuchkey", 64, f + "unknown key 'nosuchkey' (keys: transport.<peer>, "
              "transport_why.<peer>, transport_detail.<peer>, device_direct.<peer>, algo.allreduce.<bytes>, algo.allgather.<bytes>, "
              "algo.broadcast.<bytes>, algo.reduce.<bytes>, tuning, tuning.chunk_bytes, tuning.rh_threshold_bytes, "
-             "tuning.socket_buffer_bytes, connect, connected_peers, domains, hosts, adaptor.<rank>, memory, shm_slot_bytes)"));
+             "tuning.socket_buffer_bytes, connect, connect_why, connected_peers, domains, hosts, adaptor.<rank>, memory, shm_slot_bytes)"));
   RANK_CHECK(failsWith(comm, "algo.gather.8", 64, f + "unknown key 'algo.gather.8' (keys: "
              "transport.<peer>, transport_why.<peer>, transport_detail.<peer>, device_direct.<peer>, algo.allreduce.<bytes>, algo.allgather.<bytes>, "
              "algo.broadcast.<bytes>, algo.reduce.<bytes>, tuning, tuning.chunk_bytes, tuning.rh_threshold_bytes, "
-             "tuning.socket_buffer_bytes, connect, connected_peers, domains, hosts, adaptor.<rank>, memory, shm_slot_bytes)"));
+             "tuning.socket_buffer_bytes, connect, connect_why, connected_peers, domains, hosts, adaptor.<rank>, memory, shm_slot_bytes)"));
   RANK_CHECK(failsWith(comm, "transport.3", 64,
                        f + "key 'transport.3': no rank 3 in this communicator of 3 ranks"));
   RANK_CHECK(failsWith(comm, "transport.-1", 64, f + "key 'transport.-1': '-1' is not a rank number"));

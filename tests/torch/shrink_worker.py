@@ -125,6 +125,45 @@ def main(mode, store_file):
         ok = check("parent_after", torch.equal(x, torch.full((8,), float(sum(range(size))))))
         dist.destroy_process_group()
         return 0 if ok else 1
+    if mode == "revoke":
+        # Rank 1 revokes the world while rank 0 waits on it in an irecv (a point-to-point lane,
+        # a communicator of its own) and rank 2 in an all_reduce that ranks 1 and 3 never join:
+        # both return at once, not at the 60 s timeout. Then ranks 0-2 shrink rank 3 (alive,
+        # left out) away, and the new group works.
+        store = dist.distributed_c10d._get_default_store()
+        one = torch.zeros(1)
+        if rank in (0, 1):  # the lane forms first, so that rank 0 waits on a live connection
+            (dist.isend if rank == 1 else dist.irecv)(one, 1 - rank).wait()
+        dist.barrier()
+        start = time.monotonic()
+        try:
+            if rank == 0:
+                dist.irecv(one, 1).wait()
+            elif rank == 2:
+                dist.all_reduce(torch.ones(4))
+            elif rank == 1:
+                time.sleep(0.5)  # the others are waiting by then
+                start = time.monotonic()
+                backend_of().revoke()
+            else:
+                store.wait(["revoke/shrunk"], timedelta(seconds=60))
+                dist.destroy_process_group()
+                print("RESULT left", flush=True)
+                return 0
+        except Exception as e:  # noqa: BLE001  (the test checks type and message)
+            print(f"RESULT raised {type(e).__name__} after {time.monotonic() - start:.3f} s: {e}",
+                  flush=True)
+        else:
+            if rank != 1:
+                print("RESULT no error", flush=True)
+                return 1
+            print(f"RESULT revoked after {time.monotonic() - start:.3f} s", flush=True)
+        new = dist.shrink_group([victim], shrink_flags=SHRINK_ABORT)
+        ok = exact_collectives(new, [0, 1, 2])
+        if rank == 0:
+            store.set("revoke/shrunk", "1")
+        dist.destroy_process_group()
+        return 0 if ok else 1
     if mode == "destroy_dead":
         # The victim dies while the others have queued all_reduces: destroy_process_group
         # returns at once and every queued Work reports the failure.

@@ -1,7 +1,8 @@
 """torch.distributed.shrink_group and abort on backend "mixccl" (docs/reliability.md, "PyTorch"):
 4 ranks under `mixcclrun --keep-going` (shrink_worker.py), one killed with SIGKILL in the middle
 of an all_reduce; the survivors' error names it, they shrink, and every collective on the new
-group is exact. Also a healthy shrink, mismatched exclude lists, and destroy after a death.
+group is exact. Also a healthy shrink, mismatched exclude lists, the backend's revoke(), and
+destroy after a death.
 
 Needs MIXCCLRUN (the launcher's path)."""
 
@@ -81,6 +82,26 @@ class TestMixcclShrink(unittest.TestCase):
                 "exclude list"])
         for r in range(4):
             self.assertChecks(lines[r], ["parent_after"])
+
+    def test_revoke_releases_ranks_waiting_on_the_revoker(self):
+        code, lines, own, _ = run_job("revoke", env={"SHRINK_PG_TIMEOUT_S": "60"})
+        self.assertEqual(code, 0, (lines, own))
+        self.assertRegex(result(lines[1])[0], r"^revoked after [0-9.]+ s$")
+        # Rank 0 waited in an irecv from rank 1: its lane (numbered 0-1 by itself) fails as
+        # rank 1 aborts it (a cut connection or the abort's notice, whichever comes first).
+        # Rank 2 waited in an all_reduce: the revoke itself reaches it.
+        waits = {0: r"mixccl recv: rank \d: (connection to )?rank \d \(\S+ pid \d+\) failed",
+                 2: r"mixccl allreduce: rank 2: the communicator was revoked by rank 1 "
+                    r"\(\S+ pid \d+\) \(mixcclCommRevoke\)$"}
+        for r, message in waits.items():
+            res = result(lines[r])
+            self.assertEqual(len(res), 1, lines[r])
+            m = re.match(r"raised DistBackendError after ([0-9.]+) s: " + message, res[0])
+            self.assertTrue(m, res[0])
+            self.assertLess(float(m.group(1)), 5.0)  # the revoke came after 0.5 s; timeout 60 s
+        for r in range(3):
+            self.assertChecks(lines[r], CHECKS)
+        self.assertEqual(result(lines[3]), ["left"])
 
     def test_destroy_after_a_peer_died_returns_at_once(self):
         code, lines, own, _ = run_job("destroy_dead", ranks=3, env={"SHRINK_PG_TIMEOUT_S": "60"})

@@ -10,6 +10,7 @@ within 1e-5 relative. Both trainers run fp32 on one CPU thread.
 
   crosscheck_cpp.py TRAINER STEPS single                        # one process each
   crosscheck_cpp.py TRAINER STEPS pipeline MIXCCLRUN ADAPTORS   # a 2-stage 1F1B plan each
+  crosscheck_cpp.py TRAINER STEPS hetero MIXCCLRUN ADAPTORS     # 2 replicas, 1 and 2 stages
 
 `single` also shows that the comparison fails when the two runs differ: mixccl.train once more
 with its own default weight decay (0.1 against the trainer's 0.5 here) must be reported from
@@ -75,6 +76,25 @@ def pipeline_plan(path):
     with open(path, "w") as f:
         json.dump({"global_batch_size": BATCH, "seq_length": SEQ, "micro_batches": MICRO,
                    "stages": stages}, f)
+
+
+def hetero_plan(path):
+    """Two data-parallel replicas of different shapes: one rank with the whole model and
+    micro-batches of 3 sequences, and a 2-stage pipeline (its first stage recomputing) with
+    micro-batches of 1: gradients of each layer AllReduced among the two ranks that hold it,
+    weighted by tokens (3 : 1)."""
+    whole = {"group": 0, "stage": 0, "device_type": "cpu", "layers": [0, LAYERS], "tp": 1,
+             "dp": 1, "micro_batch": 3}
+    halves = [{"group": 1, "stage": s, "device_type": "cpu", "layers": [s, s + 1], "tp": 1,
+               "dp": 1, "micro_batch": 1, **({"recompute": 1} if s == 0 else {})}
+              for s in range(2)]
+    with open(path, "w") as f:
+        json.dump({"global_batch_size": BATCH, "seq_length": SEQ, "micro_batches": BATCH // 4,
+                   "stages": [whole, *halves]}, f)
+
+
+PLANS = {"pipeline": (pipeline_plan, "2-stage pipeline"),
+         "hetero": (hetero_plan, "replicas of 1 and 2 stages, micro-batches 3 and 1")}
 
 
 def trainer_args(steps, data, plan=None):
@@ -169,9 +189,10 @@ def single(tmp, trainer, steps, data, spec):
     return 0 if not beyond and caught and caught[0] == 2 else 1
 
 
-def pipeline(tmp, trainer, steps, data, spec, mixcclrun, adaptors):
+def planned(tmp, trainer, steps, data, spec, case, mixcclrun, adaptors):
     state, plan = os.path.join(tmp, "state"), os.path.join(tmp, "plan.json")
-    pipeline_plan(plan)
+    write_plan, what = PLANS[case]
+    write_plan(plan)
     cpp_single = os.path.join(tmp, "cpp-single.json")
     cpp_report, py_report = os.path.join(tmp, "cpp.json"), os.path.join(tmp, "torch.json")
     # The single process writes the weights both pipelines start from (mixccl-train's
@@ -185,18 +206,18 @@ def pipeline(tmp, trainer, steps, data, spec, mixcclrun, adaptors):
     rc, _ = harness.mixcclrun(mixcclrun, adaptors, plan, spec, steps, py_report,
                               torch_args(data))
     if rc != 0:
-        raise SystemExit(f"crosscheck_cpp: mixccl.train's plan failed (exit {rc})")
-    beyond = compare("2-stage pipeline", report_steps(cpp_report), report_steps(py_report),
-                     steps, HYPER["grad-clip"])
-    beyond_single = compare("2-stage pipeline against mixccl-train's single process",
+        raise SystemExit(f"crosscheck_cpp: mixccl.train's plan ({what}) failed (exit {rc})")
+    beyond = compare(what, report_steps(cpp_report), report_steps(py_report), steps,
+                     HYPER["grad-clip"])
+    beyond_single = compare(f"{what} against mixccl-train's single process",
                             report_steps(cpp_single), report_steps(py_report), steps,
                             HYPER["grad-clip"])
     return 0 if not beyond and not beyond_single else 1
 
 
 def main():
-    if len(sys.argv) < 4 or sys.argv[3] not in ("single", "pipeline") or (
-            sys.argv[3] == "pipeline" and len(sys.argv) != 6):
+    if len(sys.argv) < 4 or sys.argv[3] not in ("single", *PLANS) or (
+            sys.argv[3] in PLANS and len(sys.argv) != 6):
         print(__doc__.split("\n\n")[2], file=sys.stderr)
         return 2
     trainer, steps, case = sys.argv[1], int(sys.argv[2]), sys.argv[3]
@@ -207,7 +228,7 @@ def main():
         model_spec(spec)
         if case == "single":
             return single(tmp, trainer, steps, data, spec)
-        return pipeline(tmp, trainer, steps, data, spec, sys.argv[4], sys.argv[5])
+        return planned(tmp, trainer, steps, data, spec, case, sys.argv[4], sys.argv[5])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

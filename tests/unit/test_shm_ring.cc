@@ -186,5 +186,48 @@ TEST(ShmTransport, CmaReadCopiesFromAProcessAndReportsFailures) {
   EXPECT_EQ(cmaRead(getpid(), bad, dst.data()), EFAULT);
 }
 
+// Which pairs get the full ring: neighbours in rank order and among a host's ranks (cyclic).
+std::vector<PeerInfo> peersOnHosts(const std::vector<uint64_t>& hosts) {
+  std::vector<PeerInfo> peers(hosts.size());
+  for (size_t r = 0; r < hosts.size(); ++r) peers[r].hostHash = hosts[r];
+  return peers;
+}
+
+TEST(ShmTransport, RingNeighboursInRankOrderAndInTheHost) {
+  const auto one = peersOnHosts(std::vector<uint64_t>(8, 7));
+  EXPECT_TRUE(shmRingNeighbours(0, 1, one));
+  EXPECT_TRUE(shmRingNeighbours(0, 7, one));  // cyclic
+  EXPECT_TRUE(shmRingNeighbours(7, 0, one));
+  EXPECT_FALSE(shmRingNeighbours(0, 2, one));  // recursive doubling's partner at distance 2
+  EXPECT_FALSE(shmRingNeighbours(0, 4, one));
+  // Ranks alternating between two hosts: 0, 2, 4 are neighbours inside host 1.
+  const auto two = peersOnHosts({1, 2, 1, 2, 1, 2});
+  EXPECT_TRUE(shmRingNeighbours(0, 2, two));
+  EXPECT_TRUE(shmRingNeighbours(0, 4, two));  // cyclic in the host
+  EXPECT_TRUE(shmRingNeighbours(2, 4, two));
+  EXPECT_TRUE(shmRingNeighbours(1, 5, two));
+}
+
+TEST(ShmTransport, FarPeersGetTheSmallerRing) {
+  const auto one = peersOnHosts(std::vector<uint64_t>(16, 7));
+  ShmParams p;
+  p.rank = 4;
+  p.nranks = 16;
+  p.ringBytes = 1 << 20;
+  p.farRingBytes = 256 << 10;
+  EXPECT_EQ(shmRingBytesTo(p, one, 5), (size_t)1 << 20);
+  EXPECT_EQ(shmRingBytesTo(p, one, 3), (size_t)1 << 20);
+  EXPECT_EQ(shmRingBytesTo(p, one, 6), (size_t)256 << 10);
+  EXPECT_EQ(shmRingBytesTo(p, one, 12), (size_t)256 << 10);
+  p.farRingBytes = 100;  // rounded up to a power of two, at least a page
+  EXPECT_EQ(shmRingBytesTo(p, one, 12), (size_t)4096);
+  p.farRingBytes = 0;  // unset: by the distance in rank order (cyclic)
+  EXPECT_EQ(shmRingBytesTo(p, one, 12), (size_t)1 << 20);   // 8: half the ranks
+  EXPECT_EQ(shmRingBytesTo(p, one, 0), (size_t)512 << 10);  // 4
+  EXPECT_EQ(shmRingBytesTo(p, one, 6), (size_t)256 << 10);  // 2
+  p.rank = 1;
+  EXPECT_EQ(shmRingBytesTo(p, one, 14), (size_t)256 << 10);  // 3 the short way round
+}
+
 }  // namespace
 }  // namespace mixccl

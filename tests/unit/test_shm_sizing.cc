@@ -55,6 +55,30 @@ TEST(ShmSizing, TheReasonNamesTheInputs) {
   EXPECT_NE(why.find("at least 4 chunks (1024 KiB)"), std::string::npos) << why;
 }
 
+// The rings to peers other than the ring neighbours follow what recursive halving sends the
+// partner at distance d: a d/n share, so ring x d / (n/2), within [64 KiB, the ring].
+TEST(ShmFarRingSizing, GrowsWithTheDistanceUpToHalfTheRanks) {
+  EXPECT_EQ(shmFarRingBytesFor(1 * MiB, 16, 8), 1 * MiB);    // the first, largest exchange
+  EXPECT_EQ(shmFarRingBytesFor(1 * MiB, 16, 4), 512 * KiB);
+  EXPECT_EQ(shmFarRingBytesFor(1 * MiB, 16, 2), 256 * KiB);
+  EXPECT_EQ(shmFarRingBytesFor(1 * MiB, 16, 3), 256 * KiB);  // distances round down
+  EXPECT_EQ(shmFarRingBytesFor(1 * MiB, 64, 32), 1 * MiB);
+  EXPECT_EQ(shmFarRingBytesFor(1 * MiB, 64, 8), 256 * KiB);
+  EXPECT_EQ(shmFarRingBytesFor(1 * MiB, 256, 4), 64 * KiB);   // 32 KiB: the floor
+  EXPECT_EQ(shmFarRingBytesFor(1 * MiB, 24, 12), 1 * MiB);    // beyond the power of two: full
+  EXPECT_EQ(shmFarRingBytesFor(4096, 64, 2), 4096u);          // never above the ring itself
+}
+
+// A rank's rings for its collectives (2 neighbours + the recursive partners at 2, 4, ..., n/2)
+// stay near 4 rings whatever the rank count: a host's shared memory grows linearly.
+TEST(ShmFarRingSizing, ARanksCollectiveRingsStayNearFourRings) {
+  for (int ranks = 4; ranks <= (1 << 16); ranks *= 2) {
+    size_t total = 2 * MiB;
+    for (int d = 2; d <= ranks / 2; d *= 2) total += shmFarRingBytesFor(1 * MiB, ranks, d);
+    EXPECT_LE(total, 4 * MiB + 16 * kShmFarRingMinBytes) << ranks << " ranks";
+  }
+}
+
 // The slots: 4 x nranks of them within one core's L2, a power of two, within 4-64 KiB.
 TEST(ShmSlotSizing, FollowsTheL2AndTheRankCount) {
   EXPECT_EQ(shmSlotBytesFor(1 * MiB, 1, 2, nullptr), 64 * KiB);  // this VM, 2 and 4 ranks: the cap

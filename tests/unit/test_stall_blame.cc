@@ -148,6 +148,33 @@ TEST(StallTracker, FollowsTheWaitsOfPeersThatReportedToTheOneThatDidNot) {
             "0.9 s)");
 }
 
+// Pairs connected on first use: rank 3 of a ring of 4 holds pairs with 2 and 0 only. It waits
+// for the stopped 0 (silent) and for 2, which says it waits for 1, a rank 3 has no pair with:
+// 1 could not have told it that it waits for 0 too, so only 0 is blamed, not the healthy 1.
+TEST(StallTracker, APeerWithoutAControlConnectionIsNotTakenForSilent) {
+  StallTracker t(3, 4);
+  t.posted(0, at(0));
+  t.posted(2, at(0));
+  t.heard(2, {{2, 1, 950}}, at(950));
+  const std::vector<bool> canHear = {true, false, true, false};
+  std::vector<WaitEdge> b = t.blame(at(1000), milliseconds(500), canHear);
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(b[0].waiter, 3);
+  EXPECT_EQ(b[0].peer, 0);
+  EXPECT_EQ(describeTimeout(3, b, names(4), true),
+            "timed out waiting for rank 0 (h pid 100) (no data from it for 1.0 s)");
+  // Connected to every peer, 1's silence counts (and is as long as 0's): both are named.
+  EXPECT_EQ(t.blame(at(1000), milliseconds(500)).size(), 2u);
+  // When the only wait this rank can follow ends at a peer it cannot hear, that peer is named.
+  StallTracker only(3, 4);
+  only.posted(2, at(0));
+  only.heard(2, {{2, 1, 950}}, at(950));
+  b = only.blame(at(1000), milliseconds(500), canHear);
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(b[0].waiter, 2);
+  EXPECT_EQ(b[0].peer, 1);
+}
+
 TEST(StallTracker, AReportOlderThanFreshCountsAsSilence) {
   StallTracker t(0, 3);
   t.posted(1, at(0));

@@ -2,12 +2,21 @@
 """The tables of train/bench/accel_ratio.sh from its output folder.
 
   accel_tables.py OUT REPS
+  env STEP=median: a run's step time is the median of its steps (step 1 left out) rather
+  than its report's mean; a few steps slowed by something else on the machine then move it
+  less.
+  env STEP=low: a run's step time is the 10th percentile of its steps, and a plan's measured
+  step the 10th percentile of its steps of all rounds together (rather than the median over
+  the rounds): the machine's quiet speed, for predictions from a profile of the fastest
+  repeats (mixccl.train's profiler) on a machine whose cores slow down in spells of seconds
+  (docs/training-results.md, "Why the same plan's runs differ").
 
 Prints (1) every plan's prediction against its measurement, (2) R for the planner's first
 choice and for the uniform plan, (3) the search accuracy E over the planner's candidates and
 E_mb over the first choice's micro-batch counts, and the load averages seen during the rounds.
 """
 import json
+import os
 import statistics
 import sys
 
@@ -15,6 +24,32 @@ out, reps = sys.argv[1], int(sys.argv[2])
 info = json.load(open(f"{out}/plans.json"))
 names, same = info["names"], info["same"]
 rounds = range(1, reps + 1)
+STEP = os.environ.get("STEP", "mean")
+MEASURED_HEAD = ("measured step ms (10th percentile of all steps; rounds' range)" if STEP == "low"
+                 else "measured step ms (median; min-max)")
+
+
+def steps_of(run, r):
+    """The run's step times, step 1 left out (mixccl-train's reports say step_time_s,
+    mixccl.train's step_s)."""
+    rep = json.load(open(f"{out}/report-{run}-{r}.json"))
+    return [x.get("step_time_s", x.get("step_s")) for x in rep["steps"][1:]]
+
+
+def low(xs):
+    """The 10th percentile, interpolated between the two nearest steps."""
+    xs = sorted(xs)
+    at = 0.1 * (len(xs) - 1)
+    i = int(at)
+    return xs[i] + (xs[min(i + 1, len(xs) - 1)] - xs[i]) * (at - i)
+
+
+def step_time(run, r):
+    if STEP == "median":
+        return statistics.median(steps_of(run, r))
+    if STEP == "low":
+        return low(steps_of(run, r))
+    return json.load(open(f"{out}/report-{run}-{r}.json"))["summary"]["mean_step_time_s"]
 
 
 def shape(plan):
@@ -27,10 +62,10 @@ rows = {}
 for name in names:
     run = same[name]  # a plan identical to one listed before it ran once, under that name
     plan = json.load(open(f"{out}/plan-{name}.json"))
-    times = [json.load(open(f"{out}/report-{run}-{r}.json"))["summary"]["mean_step_time_s"]
-             for r in rounds]
+    times = [step_time(run, r) for r in rounds]
     predictions = [json.load(open(f"{out}/predict-{run}-{r}.json"))["step_time_s"] for r in rounds]
-    measured = statistics.median(times)
+    measured = (low([t for r in rounds for t in steps_of(run, r)]) if STEP == "low"
+                else statistics.median(times))
     predicted = statistics.median(predictions)
     # How far the slowest-emulating rank fell behind its emulated device (ms per step): the
     # machine did not give it its share of the CPU (docs/training.md, "Emulated device speeds").
@@ -59,7 +94,8 @@ def search_accuracy(times):
 
 
 def measured_cell(r):
-    """The measured step: median over the rounds and their range, ms."""
+    """The measured step (STEP=low: of all rounds' steps; else the median over the rounds)
+    and the range of the rounds' own, ms."""
     return f"{r['measured']*1e3:.1f} ({r['spread'][0]*1e3:.1f}-{r['spread'][1]*1e3:.1f})"
 
 
@@ -72,7 +108,7 @@ def md_table(head, cells):
 
 
 md_table(["plan", "micro-batches", "stages", "predicted step ms",
-          "measured step ms (median; min-max)", "error", "error per round (median)", "tokens/s",
+          MEASURED_HEAD, "error", "error per round (median)", "tokens/s",
           "emulation behind, ms/step"],
          [[name, str(r["plan"]["micro_batches"]), shape(r["plan"]), f"{r['predicted']*1e3:.1f}",
            measured_cell(r), f"{r['err']*100:+.1f}%", f"{r['round_err']*100:+.1f}%",
@@ -94,7 +130,7 @@ print(f"R predicted (same rounds' predictions) = "
 cands = [n for n in names if n.startswith("cand")]
 print()
 md_table(["candidate", "layout", "micro-batches", "planner's step ms",
-          "predicted step ms (rounds)", "measured step ms (median; min-max)", "error"],
+          "predicted step ms (rounds)", MEASURED_HEAD, "error"],
          [[label(n), str(rows[n]["plan"].get("layout", "")), str(rows[n]["plan"]["micro_batches"]),
            # a candidate at a micro-batch count the planner did not report has no figure
            f"{rows[n]['planner']*1e3:.1f}" if rows[n]["planner"] else "-",
@@ -110,8 +146,7 @@ print(f"E = 1 - |T_auto - T_best| / T_best = 1 - |{t_auto*1e3:.1f} - {t_best*1e3
 per_round = []
 for r in rounds:
     per_round.append(search_accuracy(
-        {n: json.load(open(f"{out}/report-{same[n]}-{r}.json"))["summary"]["mean_step_time_s"]
-         for n in cands})[0])
+        {n: step_time(same[n], r) for n in cands})[0])
 print("E per round: " + ", ".join(f"{e:.3f}" for e in per_round))
 
 # E over micro-batch counts: the first choice against its own layout with other micro-batch
@@ -121,7 +156,7 @@ if variants:
     group = ["cand1"] + variants
     print()
     md_table(["plan", "micro-batches", "micro-batch per stage", "predicted step ms (rounds)",
-              "measured step ms (median; min-max)", "error"],
+              MEASURED_HEAD, "error"],
              [[label(n), str(rows[n]["plan"]["micro_batches"]),
                ", ".join(str(s["micro_batch"]) for s in rows[n]["plan"]["stages"]),
                f"{rows[n]['predicted']*1e3:.1f}", measured_cell(rows[n]),
@@ -194,6 +229,11 @@ print(f"|error| median {statistics.median(abs_errs)*100:.1f}%, 90th percentile "
       f"{abs_errs[int(0.9 * (len(abs_errs) - 1))]*100:.1f}%; within 5%: "
       f"{sum(e <= 0.05 for e in abs_errs)} of {len(abs_errs)}, within 10%: "
       f"{sum(e <= 0.10 for e in abs_errs)}")
+# The same plan's rounds apart: a round's step time (STEP's statistic) against its other
+# rounds', largest / smallest - 1, over the distinct plans.
+apart = sorted(r["spread"][1] / r["spread"][0] - 1 for n, r in rows.items() if same[n] == n)
+print(f"the same plan's rounds apart (largest / smallest - 1, STEP={STEP}): median "
+      f"{statistics.median(apart)*100:.1f}%, largest {apart[-1]*100:.1f}%")
 loads = [line.split() for line in open(f"{out}/load.txt")]
 one_min = [float(l[-3]) for l in loads]
 print(f"load average (1 min) at the rounds' starts and the end: "

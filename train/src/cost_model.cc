@@ -71,6 +71,19 @@ PassTimes CostModel::Head(int type, int tp, int micro_batch) const {
   return t;
 }
 
+PassTimes CostModel::StagePass(int type, int tp, int micro_batch) const {
+  return MeasuredOrZero(type, tp, micro_batch, ProfilePart::kPass);  // unmeasured: no fixed cost
+}
+
+PassTimes CostModel::MeasuredOrZero(int type, int tp, int micro_batch, ProfilePart part) const {
+  PassTimes t;
+  if (profile_ != nullptr) {
+    profile_->Lookup(cluster_.device_types[type].name, tp, micro_batch, &t.forward_s,
+                     &t.backward_s, part);  // leaves t alone when unmeasured
+  }
+  return t;
+}
+
 double CostModel::Update(int type, double parameters) const {
   double per_parameter = 0.0;
   if (profile_ == nullptr ||
@@ -84,11 +97,23 @@ double CostModel::PointToPoint(int type_a, int tp_a, int type_b, int tp_b, bool 
                                int micro_batch) const {
   const double streams = std::min(tp_a, tp_b);
   const double bytes = ActivationTensorBytes(micro_batch) / streams;
+  double link = 0.0;
   if (same_domain) {
     const DeviceType& d = cluster_.device_types[type_a];
-    return bytes / (d.domain_bandwidth_GBps * 1e9) + d.domain_latency_us * 1e-6;
+    link = bytes / (d.domain_bandwidth_GBps * 1e9) + d.domain_latency_us * 1e-6;
+  } else {
+    link = bytes / (cluster_.inter_bandwidth_GBps * 1e9) + cluster_.inter_latency_us * 1e-6;
   }
-  return bytes / (cluster_.inter_bandwidth_GBps * 1e9) + cluster_.inter_latency_us * 1e-6;
+  return link + std::max(MessageCost(type_a, tp_a, micro_batch),
+                         MessageCost(type_b, tp_b, micro_batch));
+}
+
+double CostModel::MessageCost(int type, int tp, int micro_batch) const {
+  // The trainer's own work per message (posting it, the backend's hand-offs, the wake-ups):
+  // a few hundred microseconds on CPU ranks, against the 20 us of a link's latency, and paid
+  // once per micro-batch, so a plan of many small micro-batches pays it dozens of times.
+  const PassTimes t = MeasuredOrZero(type, tp, micro_batch, ProfilePart::kMessage);
+  return std::max(t.forward_s, t.backward_s);
 }
 
 double CostModel::DataParallelAllReduce(int type, double bytes_per_device,

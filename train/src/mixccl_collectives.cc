@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "mixccl/train/comm_failure.h"
 #include "mixccl/train/zero_shards.h"
 
 namespace mixccl::train {
@@ -13,8 +14,11 @@ namespace {
 void Check(mixcclResult_t r, const char* call, mixcclComm_t comm) {
   if (r == mixcclSuccess) return;
   const char* detail = mixcclGetLastError(comm);
-  throw std::runtime_error(std::string(call) + " failed: " + mixcclGetErrorString(r) +
-                           (detail && *detail ? std::string(": ") + detail : std::string()));
+  const std::string what = std::string(call) + " failed: " + mixcclGetErrorString(r) +
+                           (detail && *detail ? std::string(": ") + detail : std::string());
+  // A peer's failure (or a stuck peer) is what --survive recovers from: its own type.
+  if (r == mixcclRemoteError || r == mixcclTimeout) throw CommFailure(what);
+  throw std::runtime_error(what);
 }
 
 int EnvInt(const char* name) {
@@ -99,6 +103,31 @@ MixcclCollectives::~MixcclCollectives() {
   if (tensor_) mixcclCommDestroy(tensor_);
   if (pipeline_) mixcclCommDestroy(pipeline_);
   if (world_) mixcclCommDestroy(world_);
+}
+
+mixcclComm_t MixcclCollectives::ShrinkWorld(const std::vector<int>& lost) {
+  // The communicators split from the world are given up rather than shrunk: the survivors'
+  // plan groups the ranks anew (other replicas, stages and gradient intervals), so they are
+  // split again from the new world. Aborting them first releases nothing of the new one.
+  for (Interval& i : intervals_) {
+    if (i.comm) mixcclCommAbort(i.comm);
+    i.comm = nullptr;
+  }
+  intervals_.clear();
+  if (tensor_) mixcclCommAbort(tensor_);
+  if (pipeline_) mixcclCommAbort(pipeline_);
+  tensor_ = pipeline_ = nullptr;
+  mixcclComm_t survivors = nullptr;
+  const mixcclResult_t r = mixcclCommShrink(world_, lost.data(), static_cast<int>(lost.size()),
+                                            &survivors, nullptr, MIXCCL_SHRINK_ABORT);
+  if (r != mixcclSuccess) {
+    const char* detail = mixcclGetLastError(world_);
+    throw std::runtime_error(std::string("mixcclCommShrink failed: ") + mixcclGetErrorString(r) +
+                             (detail && *detail ? std::string(": ") + detail : std::string()));
+  }
+  mixcclCommDestroy(world_);
+  world_ = nullptr;
+  return survivors;
 }
 
 void MixcclCollectives::SumOverReplicas(float* data, std::size_t n) {

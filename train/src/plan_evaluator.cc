@@ -41,7 +41,7 @@ struct PlanEvaluator::StageShape {
   bool first = false;
   bool last = false;
   PassTimes layer;  // one transformer layer
-  PassTimes extra;  // embedding on the first stage, head on the last
+  PassTimes extra;  // the pass's fixed cost; embedding on the first stage, head on the last
   double send_forward_s = 0.0;
   double send_backward_s = 0.0;
   int in_flight = 1;
@@ -83,14 +83,19 @@ std::vector<int> PlanEvaluator::MicroBatchCounts(const Structure& s) const {
 }
 
 double PlanEvaluator::IdealMicroBatchTime(const GroupTemplate& g, int mb) const {
-  // With layers split in proportion to speed every stage takes the same time T, and
-  // sum_j T / layer_time_j = N.
+  // With layers split in proportion to speed every stage takes the same time T = pass_j +
+  // n_j layer_j (pass_j its fixed cost per micro-batch), and sum_j n_j = N, so
+  // T = (N + sum_j pass_j / layer_j) / sum_j 1 / layer_j.
   double layers_per_second = 0.0;
+  double fixed_layers = 0.0;  // layers the stages' fixed costs are worth
   for (size_t i = 0; i < g.types.size(); ++i) {
     const PassTimes t = cost_.Layer(g.types[i], g.tp[i], mb);
-    layers_per_second += g.stages[i] / (t.forward_s + t.backward_s);
+    const PassTimes pass = cost_.StagePass(g.types[i], g.tp[i], mb);
+    const double layer_s = t.forward_s + t.backward_s;
+    layers_per_second += g.stages[i] / layer_s;
+    fixed_layers += g.stages[i] * (pass.forward_s + pass.backward_s) / layer_s;
   }
-  return cost_.model().num_layers / layers_per_second;
+  return (cost_.model().num_layers + fixed_layers) / layers_per_second;
 }
 
 std::vector<PlanEvaluator::StageShape> PlanEvaluator::Shapes(const Structure& s, int group, int mb,
@@ -109,12 +114,13 @@ std::vector<PlanEvaluator::StageShape> PlanEvaluator::Shapes(const Structure& s,
     sh.first = j == 0;
     sh.last = j == p - 1;
     sh.layer = cost_.Layer(sh.type, sh.tp, mb);
-    if (sh.first) sh.extra = cost_.Embedding(sh.type, sh.tp, mb);
-    if (sh.last) {
-      const PassTimes head = cost_.Head(sh.type, sh.tp, mb);
-      sh.extra.forward_s += head.forward_s;
-      sh.extra.backward_s += head.backward_s;
-    }
+    sh.extra = cost_.StagePass(sh.type, sh.tp, mb);
+    auto add = [&sh](const PassTimes& t) {
+      sh.extra.forward_s += t.forward_s;
+      sh.extra.backward_s += t.backward_s;
+    };
+    if (sh.first) add(cost_.Embedding(sh.type, sh.tp, mb));
+    if (sh.last) add(cost_.Head(sh.type, sh.tp, mb));
     // 1F1B keeps at most P - j micro-batches alive on stage j.
     sh.in_flight = std::min(p - j, m);
     sh.reserved_bytes = d.reserved_gib * kGiB;

@@ -27,9 +27,11 @@ bool LayerProfile::Lookup(const std::string& device_type, int tp, int micro_batc
   const double mb = micro_batch;
   if (micro_batch <= p.front().micro_batch || p.size() == 1 ||
       micro_batch >= p.back().micro_batch) {
-    // Proportional scaling from the nearest end (exact at the measured point itself).
+    // Proportional scaling from the nearest end (exact at the measured point itself); a pass's
+    // or a message's fixed cost does not grow with the sequences, so it stays the nearest one.
     const ProfilePoint& ref = micro_batch <= p.front().micro_batch ? p.front() : p.back();
-    const double scale = mb / ref.micro_batch;
+    const bool fixed = part == ProfilePart::kPass || part == ProfilePart::kMessage;
+    const double scale = fixed ? 1.0 : mb / ref.micro_batch;
     *forward_s = ref.forward_s * scale;
     *backward_s = ref.backward_s * scale;
     return true;
@@ -101,9 +103,14 @@ LayerProfile ParseProfile(const std::string& json_text, const std::string& origi
       kind = ProfilePart::kEmbedding;
     } else if (part == "head") {
       kind = ProfilePart::kHead;
+    } else if (part == "pass") {
+      kind = ProfilePart::kPass;
+    } else if (part == "message") {
+      kind = ProfilePart::kMessage;
     } else if (part != "layer") {
-      throw SpecError(e.where() + ": 'part' must be \"layer\", \"embedding\", \"head\" or \"update\", not \"" +
-                      part + "\"");
+      throw SpecError(e.where() +
+                      ": 'part' must be \"layer\", \"embedding\", \"head\", \"pass\", "
+                      "\"message\" or \"update\", not \"" + part + "\"");
     }
     profile.Add(type, tp, p, kind);
   }

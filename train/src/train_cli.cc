@@ -14,7 +14,7 @@ const char kTrainUsage[] =
     "                    [--plan PLAN.json] [--checkpoint PATH [--checkpoint-every K]]\n"
     "                    [--resume PATH] [--report REPORT.json] [--quiet]\n"
     "                    [--cluster CLUSTER.json [--device-type NAME] [--slowdown-base B]]\n"
-    "                    [--zero1] [--debug-state DIR]\n"
+    "                    [--zero1] [--debug-state DIR] [--survive DIR]\n"
     "       mixccl-train --profile-out PROFILE.json --cluster CLUSTER.json\n"
     "                    [--model-spec-out MODEL.json] [--profile-micro-batches 1,2,4,8]\n"
     "                    [model options] [--global-batch G]\n"
@@ -127,6 +127,8 @@ TrainCli ParseTrainCli(int argc, char** argv) {
       o.zero1 = true;
     } else if (a == "--quiet") {
       c.quiet = true;
+    } else if (a == "--survive") {
+      c.survive = value();
     } else {
       throw std::invalid_argument("unknown option '" + a + "'");
     }
@@ -168,6 +170,15 @@ TrainCli ParseTrainCli(int argc, char** argv) {
   }
   if (c.checkpoint_every > 0 && c.checkpoint.empty()) {
     throw std::invalid_argument("--checkpoint-every needs --checkpoint PATH");
+  }
+  if (!c.survive.empty() && (c.plan.empty() || c.cluster.empty())) {
+    throw std::invalid_argument("--survive DIR keeps a job going when ranks are lost: it needs "
+                                "--plan PLAN.json and --cluster CLUSTER.json (the survivors "
+                                "re-plan for the device types left)");
+  }
+  if (!c.survive.empty() && o.zero1) {
+    throw std::invalid_argument("--survive needs every replica to hold its stage's whole "
+                                "optimizer state: leave out --zero1");
   }
   ValidateGptConfig(o.model);
   return c;

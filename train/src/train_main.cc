@@ -9,6 +9,7 @@
 #include "mixccl/train/layer_profiler.h"
 #include "mixccl/train/mixccl_collectives.h"
 #include "mixccl/train/speed_emulation.h"
+#include "mixccl/train/survive_recovery.h"
 #include "mixccl/train/train_cli.h"
 #include "mixccl/train/train_run.h"
 
@@ -29,23 +30,8 @@ int RunPlan(TrainCli& cli) {
   // bad plan fails every rank the same way instead of leaving the others waiting at the
   // rendezvous.
   CheckExecPlan(plan, cli.options, num_ranks);
-  RankRole role = RoleOfRank(plan, rank);
-  if (!cli.cluster.empty()) {
-    const ClusterSpec cluster = LoadClusterSpec(cli.cluster);
-    const RankPlacement mine = PlaceRank(plan.structure, rank);
-    for (size_t g = 0; g < plan.stages.size(); ++g) {
-      for (size_t s = 0; s < plan.stages[g].size(); ++s) {
-        const double k = EmulatedSlowdown(
-            cluster, plan.stages[g][s].device_type, cli.cluster,
-            "the plan's group " + std::to_string(g) + " stage " + std::to_string(s));
-        if (static_cast<int>(g) == mine.group && static_cast<int>(s) == mine.stage) {
-          role.slowdown = k * cli.slowdown_base;
-          role.blas_threads =
-              cluster.device_types[cluster.FindType(plan.stages[g][s].device_type)].cpu_threads;
-        }
-      }
-    }
-  }
+  if (!cli.survive.empty()) return RunSurvivingJob(cli, plan, rank, num_ranks);
+  const RankRole role = PlanRoleWithSpeed(cli, plan, rank);
   mixcclComm_t world = JoinJob(rank, num_ranks);
   // The communicators need only the stage's parameter layout, which a bare stage has.
   MixcclCollectives comm(world, plan, role, GptStage(cli.options.model, role.range, role.tp),

@@ -5,7 +5,9 @@
 #include <memory>
 #include <stdexcept>
 
+#include "mixccl/train/cluster_spec.h"
 #include "mixccl/train/debug_state.h"
+#include "mixccl/train/speed_emulation.h"
 #include "mixccl/train/train_report.h"
 
 namespace mixccl::train {
@@ -16,6 +18,27 @@ TokenData LoadTrainData(const TrainCli& cli) {
   const std::string text = GenerateDefaultText(cli.default_text_bytes, 1);
   return TokenData::FromTokens(std::vector<int>(text.begin(), text.end()), 256,
                                "generated text (" + std::to_string(text.size()) + " bytes)");
+}
+
+RankRole PlanRoleWithSpeed(const TrainCli& cli, const ExecPlan& plan, int rank) {
+  RankRole role = RoleOfRank(plan, rank);
+  if (!cli.cluster.empty()) {
+    const ClusterSpec cluster = LoadClusterSpec(cli.cluster);
+    const RankPlacement mine = PlaceRank(plan.structure, rank);
+    for (size_t g = 0; g < plan.stages.size(); ++g) {
+      for (size_t s = 0; s < plan.stages[g].size(); ++s) {
+        const double k = EmulatedSlowdown(
+            cluster, plan.stages[g][s].device_type, cli.cluster,
+            "the plan's group " + std::to_string(g) + " stage " + std::to_string(s));
+        if (static_cast<int>(g) == mine.group && static_cast<int>(s) == mine.stage) {
+          role.slowdown = k * cli.slowdown_base;
+          role.blas_threads =
+              cluster.device_types[cluster.FindType(plan.stages[g][s].device_type)].cpu_threads;
+        }
+      }
+    }
+  }
+  return role;
 }
 
 namespace {
@@ -41,30 +64,61 @@ std::vector<RankStepTimes> GatherStepTimes(const StepRecord& r, Collectives* com
 }  // namespace
 
 int RunTraining(const TrainCli& cli, Trainer& trainer, Collectives* comm, int rank, int num_ranks) {
-  if (!cli.resume.empty()) trainer.Resume(RankPath(cli.resume, rank, num_ranks));
+  TrainingRank job{&trainer, comm, rank, num_ranks, {}};
+  return RunTraining(cli, job);
+}
+
+int RunTraining(const TrainCli& cli, TrainingRank& job) {
+  if (!cli.resume.empty()) job.trainer->Resume(RankPath(cli.resume, job.rank, job.num_ranks));
   std::unique_ptr<DebugStateRecorder> debug;
   if (!cli.debug_state.empty()) {
-    debug = std::make_unique<DebugStateRecorder>(cli.debug_state, trainer);
+    debug = std::make_unique<DebugStateRecorder>(cli.debug_state, *job.trainer);
   }
   std::vector<StepRecord> steps;
   double compute = 0.0, comm_time = 0.0, total = 0.0;
-  while (static_cast<int>(trainer.position().step) < cli.steps) {
-    if (debug) debug->BeforeStep();
-    StepRecord r = trainer.Step();
-    if (debug) debug->AfterStep(r);
-    r.ranks = GatherStepTimes(r, comm, rank, num_ranks);
+  auto log = [&](const StepRecord& r) {
     steps.push_back(r);
     compute += r.compute_s;
     comm_time += r.comm_s;
     total += r.step_time_s;
-    if (rank == 0 && !cli.quiet) {
+    if (job.rank == 0 && !cli.quiet) {
       std::printf("%s\n", StepLogLine(r, cli.steps).c_str());
       std::fflush(stdout);
     }
+  };
+  // The last step this rank finished in this run, for a recovery.
+  std::unique_ptr<StepRecord> finished;
+  while (static_cast<int>(job.trainer->position().step) < cli.steps) {
+    if (debug) debug->BeforeStep();
+    StepRecord r;
+    try {
+      r = job.trainer->Step();
+    } catch (const CommFailure& failure) {
+      if (!job.recover) throw;
+      for (const StepRecord& missed : job.recover(failure, finished.get())) log(missed);
+      continue;
+    }
+    if (debug) debug->AfterStep(r);
+    finished = std::make_unique<StepRecord>(r);
+    try {
+      r.ranks = GatherStepTimes(r, job.comm, job.rank, job.num_ranks);
+    } catch (const CommFailure& failure) {
+      // The step itself is done on this rank: it is logged with this rank's times only.
+      if (!job.recover) throw;
+      r.ranks.assign(job.num_ranks, {});
+      r.ranks[job.rank] = {r.compute_s, r.comm_s, r.step_time_s - r.compute_s - r.comm_s};
+      log(r);
+      for (const StepRecord& missed : job.recover(failure, finished.get())) log(missed);
+      continue;
+    }
+    log(r);
     if (!cli.checkpoint.empty() && cli.checkpoint_every > 0 && r.step % cli.checkpoint_every == 0) {
-      trainer.Save(RankPath(cli.checkpoint, rank, num_ranks));
+      job.trainer->Save(RankPath(cli.checkpoint, job.rank, job.num_ranks));
     }
   }
+  Trainer& trainer = *job.trainer;
+  Collectives* comm = job.comm;
+  const int rank = job.rank, num_ranks = job.num_ranks;
   if (!cli.checkpoint.empty()) trainer.Save(RankPath(cli.checkpoint, rank, num_ranks));
   if (debug) debug->Finish();
 

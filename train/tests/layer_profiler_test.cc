@@ -224,8 +224,8 @@ TEST(LayerProfiler, ProfiledHeadAndEmbeddingReplaceTheEstimate) {
     FAIL() << "accepted an unknown part";
   } catch (const SpecError& e) {
     EXPECT_STREQ(e.what(),
-                 "profile p.json entries[0]: 'part' must be \"layer\", \"embedding\", \"head\" or "
-                 "\"update\", not \"tail\"");
+                 "profile p.json entries[0]: 'part' must be \"layer\", \"embedding\", \"head\", "
+                 "\"pass\", \"message\" or \"update\", not \"tail\"");
   }
 }
 

@@ -17,8 +17,8 @@
 namespace mixccl::train {
 namespace {
 
-using testing::Cluster;
-using testing::Device;
+using testing::FastSlow;
+using testing::PriceSlowThenFast;
 using testing::SmallModel;
 
 // One layer: 1 + 2 ms per sequence on "fast", 2 + 4 ms on "slow" (proportional in the
@@ -44,10 +44,6 @@ LayerProfile Profile(double update_ms) {
     }
   }
   return ParseProfile(R"({"entries": [)" + entries + "]}", "p.json");
-}
-
-ClusterSpec FastSlow() {
-  return Cluster({Device("fast", 1, 200, 80, 1), Device("slow", 1, 100, 80, 1)});
 }
 
 const StagePlan& Entry(const Plan& p, int group, int stage) {
@@ -100,9 +96,7 @@ TEST(StepWait, AStageWaitsForItsSlowerNeighbourBeyondTheBubble) {
   const Pricing w(0.0);
   // slow (1 layer) -> fast (3 layers), 4 micro-batches of 6: per micro-batch slow computes
   // 6 x 6 = 36 ms, fast 6 x 9 = 54 ms; each stage waits for the rest of the makespan.
-  Structure s;
-  s.groups.push_back(GroupTemplate{{1, 0}, {1, 1}, {1, 1}, 1});
-  const Plan p = w.evaluator.Price(s, 4, {{{1, 6}}}, {{1, 3}}, {{0, 0}});
+  const Plan p = PriceSlowThenFast(w.evaluator, 4, 6);
   const SimResult alone = [&] {
     std::vector<SimStage> st(2);
     st[0].forward_s = 6 * (0.002 + 1e-6 * 2);  // slow: one layer and the embedding
@@ -128,11 +122,9 @@ TEST(StepWait, EveryRankWaitsForTheLongestUpdate) {
   const Pricing w(1.0);  // 1 ns per parameter on fast, 2 on slow
   EXPECT_DOUBLE_EQ(w.cost.Update(0, 2e6), 2e-3);
   EXPECT_DOUBLE_EQ(w.cost.Update(1, 2e6), 4e-3);
-  Structure s;
-  s.groups.push_back(GroupTemplate{{1, 0}, {1, 1}, {1, 1}, 1});
-  const Plan p = w.evaluator.Price(s, 4, {{{1, 6}}}, {{1, 3}}, {{0, 0}});
-  const Plan none = PlanEvaluator(CostModel(w.model, w.cluster, nullptr), w.memory)
-                        .Price(s, 4, {{{1, 6}}}, {{1, 3}}, {{0, 0}});
+  const Plan p = PriceSlowThenFast(w.evaluator, 4, 6);
+  const Plan none =
+      PriceSlowThenFast(PlanEvaluator(CostModel(w.model, w.cluster, nullptr), w.memory), 4, 6);
   double longest = 0.0;
   for (int j = 0; j < 2; ++j) {
     const StagePlan& st = Entry(p, 0, j);

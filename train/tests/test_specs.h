@@ -5,6 +5,7 @@
 
 #include "mixccl/train/cluster_spec.h"
 #include "mixccl/train/model_spec.h"
+#include "mixccl/train/plan_evaluator.h"
 
 namespace mixccl::train::testing {
 
@@ -45,6 +46,37 @@ inline ClusterSpec Cluster(std::initializer_list<DeviceType> types, double inter
   c.inter_bandwidth_GBps = inter_GBps;
   c.inter_latency_us = 10;
   return c;
+}
+
+// Two device types of one device each: "fast" (200 TFLOP/s) and "slow" (100).
+inline ClusterSpec FastSlow() {
+  return Cluster({Device("fast", 1, 200, 80, 1), Device("slow", 1, 100, 80, 1)});
+}
+
+// A profile document (the JSON mixccl-plan --profile reads), built entry by entry.
+class ProfileJson {
+ public:
+  // A timed part ("layer", "embedding", "head", "pass", "message") of a device type at tp 1.
+  void Add(const std::string& type, const std::string& part, int micro_batch, double forward_ms,
+           double backward_ms) {
+    entries_ += std::string(entries_.empty() ? "" : ",") + R"({"device_type": ")" + type +
+                R"(", "tp": 1, "part": ")" + part + R"(", "micro_batch": )" +
+                std::to_string(micro_batch) + R"(, "forward_ms": )" + std::to_string(forward_ms) +
+                R"(, "backward_ms": )" + std::to_string(backward_ms) + "}";
+  }
+  std::string Text() const { return R"({"entries": [)" + entries_ + "]}"; }
+
+ private:
+  std::string entries_;
+};
+
+// One replica of FastSlow() at tp 1: a pipeline of "slow" (1 layer, the embedding) then "fast"
+// (3 layers, the head), micro_batches micro-batches of micro_batch sequences, no recompute.
+inline Plan PriceSlowThenFast(const PlanEvaluator& evaluator, int micro_batches,
+                              int micro_batch) {
+  Structure s;
+  s.groups.push_back(GroupTemplate{{1, 0}, {1, 1}, {1, 1}, 1});
+  return evaluator.Price(s, micro_batches, {{{1, micro_batch}}}, {{1, 3}}, {{0, 0}});
 }
 
 }  // namespace mixccl::train::testing

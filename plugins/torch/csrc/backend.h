@@ -50,6 +50,11 @@ class MixcclBackend : public c10d::Backend {
       const std::vector<int64_t>& ranksToExclude, int shrinkFlags,
       const c10::intrusive_ptr<c10d::Backend::Options>& opts) override;
 
+  // Stops this group's work on this rank and on every rank it reaches (backend_shrink.cc), so
+  // that a rank waiting on a live peer of the group is released when that peer gives up; the
+  // group can then only be shrunk with SHRINK_ABORT or destroyed. Any thread.
+  void revoke();
+
   const std::string getBackendName() const override { return "mixccl"; }
   bool supportsSplitting() const override { return true; }
   bool supportsShrinking() const override { return true; }

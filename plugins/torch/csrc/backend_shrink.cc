@@ -1,7 +1,8 @@
 // torch.distributed.shrink_group on a mixccl group: the survivors' new group by mixcclCommShrink
 // (docs/reliability.md, "PyTorch: shrink_group"). torch checks the list (in range, no
 // duplicates, not the caller) before it calls here; mixccl checks that every survivor passed
-// the same one.
+// the same one. Before it, revoke() releases the ranks that wait on this one (a survivor that
+// sees a failure first revokes, so the others hear of it at once, not at their timeout).
 #include "backend.h"
 
 #include <c10/util/Exception.h>
@@ -42,6 +43,16 @@ c10::intrusive_ptr<c10d::Backend> MixcclBackend::shrink(
   auto store = c10::make_intrusive<c10d::PrefixStore>(prefix, store_);
   return c10::make_intrusive<MixcclBackend>(store, std::move(child), timeout, packSetting_,
                                             "shrink");
+}
+
+void MixcclBackend::revoke() {
+  if (aborted_.load() || shutDown_.load()) return;  // its work has stopped already
+  // The revoke first: its notices are out when it returns, so the group's other ranks hear of
+  // it before a lane's peer, released below, can go on to give up the group itself. Each lane
+  // is a communicator of two ranks: aborting it cuts its connections, so the peer of a
+  // transfer in flight or posted later fails at once instead of at its timeout.
+  comm_->revoke();
+  lanes_->abort();
 }
 
 }  // namespace mixccl_torch

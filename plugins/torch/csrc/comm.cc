@@ -125,6 +125,12 @@ void Comm::abort() {
   mixcclCommAbort(comm_);
 }
 
+void Comm::revoke() {
+  // Its result is not checked: a communicator that failed already told its peers then (a
+  // revoke does nothing more there), and mixcclCommRevoke logs anything else itself.
+  if (!aborted_) mixcclCommRevoke(comm_, MIXCCL_REVOKE_DEFAULT);
+}
+
 std::string Comm::memory() const {
   char value[16] = {0};
   check(mixcclCommInspect(comm_, "memory", value, sizeof(value)), "inspect");

@@ -52,6 +52,9 @@ class Comm {
   uint64_t collectiveCalls() const { return collectiveCalls_.load(); }
   // From any thread: every call blocked on this communicator returns with an error soon after.
   void abort();
+  // mixcclCommRevoke, from any thread: this rank's calls on it and those of every rank it
+  // reaches fail at once; it can then be shrunk (MIXCCL_SHRINK_ABORT) or destroyed.
+  void revoke();
   // mixcclCommInspect(key): what mixccl chose for this communicator (docs/inspect.md).
   std::string inspect(const std::string& key) const;
   // The adaptor this rank uses ("host", "gloo", ...).

@@ -33,6 +33,11 @@ PYBIND11_MODULE(_torch_backend, m) {
                              "What decided pack_below_bytes")
       .def("mixccl_calls", &MixcclBackend::mixcclCalls,
            "Collective calls made on the group's communicator so far")
+      .def("revoke", &MixcclBackend::revoke, py::call_guard<py::gil_scoped_release>(),
+           "Stops the group's work on this rank and on every rank it reaches "
+           "(mixcclCommRevoke; its point-to-point lanes are aborted, so a peer waiting on a "
+           "transfer with this rank fails at once); then only shrink_group(SHRINK_ABORT) or "
+           "destroy")
       .def(
           "perform_nocolor_split",
           [](MixcclBackend& self, const py::object& /*device*/) {

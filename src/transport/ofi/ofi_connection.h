@@ -49,6 +49,7 @@ class OfiConnection : public Connection, private OfiOpOwner {
   void onDoorbell() override;
   void goodbye() override;
   void abandon() override;
+  void peerGone() override { ep_->unlinkPeerShmName(peer()); }
   uint64_t bytesMoved() const override { return bytes_; }
 
   const OfiEndpoint& endpoint() const { return *ep_; }

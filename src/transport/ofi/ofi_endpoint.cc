@@ -91,6 +91,7 @@ Result OfiEndpoint::open(OfiChoice choice, int rank, const std::string& shmName)
     rc = fi_setname(&ep_->fid, const_cast<char*>(shmName.c_str()), shmName.size() + 1);
     if (rc != 0) return fail("fi_setname", rc);
     shmName_ = shmName;
+    shmNamePrefix_ = shmName.substr(0, shmName.rfind('-') + 1);
   }
   rc = fi_enable(ep_);
   if (rc != 0) return fail("fi_enable", rc);
@@ -109,6 +110,12 @@ void OfiEndpoint::unlinkShmName() {
   // The provider names the file after the endpoint name, with a leading slash for shm_open.
   shm_unlink(("/" + shmName_).c_str());
   shmName_.clear();
+}
+
+void OfiEndpoint::unlinkPeerShmName(int peer) const {
+  if (shmNamePrefix_.empty()) return;
+  // Already gone (the peer removed it, or init's handshake did): nothing to do.
+  shm_unlink(("/" + shmNamePrefix_ + std::to_string(peer)).c_str());
 }
 
 bool OfiEndpoint::insert(const std::string& address, fi_addr_t* out, std::string* error) {

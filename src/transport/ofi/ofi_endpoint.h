@@ -82,6 +82,10 @@ class OfiEndpoint {
   void unlinkShmName();
   // This endpoint's address (fi_getname), what peers insert into their address vectors.
   const std::string& address() const { return address_; }
+  // Removes the /dev/shm name of peer's region (the shm provider; nothing otherwise) when
+  // that peer failed: a rank killed with -9 before every peer mapped its region (pairs that
+  // connect on first use keep the name until then) cannot remove it itself.
+  void unlinkPeerShmName(int peer) const;
   // Inserts a peer's address; false (with *error) if the provider rejects it.
   bool insert(const std::string& address, fi_addr_t* out, std::string* error);
 
@@ -153,6 +157,9 @@ class OfiEndpoint {
   std::atomic<bool> progressClaimed_{false};
   std::string orphanError_;
   std::string shmName_;  // set while the region's name exists
+  // The shm provider: the names of this communicator's regions without the rank (every rank
+  // names its own region this way), so that a failed peer's name can be removed.
+  std::string shmNamePrefix_;
 };
 
 }  // namespace mixccl

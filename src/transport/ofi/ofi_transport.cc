@@ -16,6 +16,15 @@
 namespace mixccl {
 namespace {
 
+// The shm provider's name for this rank's region: the communicator and the rank, so that a
+// failed peer's can be found (OfiEndpoint::unlinkPeerShmName).
+std::string shmNameOf(const TransportSetup& setup) {
+  char name[64];
+  snprintf(name, sizeof(name), "mixccl-ofi-%016llx-%d", (unsigned long long)setup.commHash,
+           setup.rank);
+  return name;
+}
+
 constexpr uint32_t kOfiHelloMagic = 0x4849464f;  // "OFIH"
 
 // What each rank of a pair tells the other over their control connection before any
@@ -139,10 +148,7 @@ Result OfiTransport::connect(const TransportSetup& setup, const std::vector<int>
   std::shared_ptr<OfiEndpoint> ep(new OfiEndpoint);
   OfiChoice choice;
   Result mine = chooseOfiProvider(provider_, peers[setup.rank], &choice);
-  char shmName[64];
-  snprintf(shmName, sizeof(shmName), "mixccl-ofi-%016llx-%d", (unsigned long long)setup.commHash,
-           setup.rank);
-  if (mine == mixcclSuccess) mine = ep->open(std::move(choice), setup.rank, shmName);
+  if (mine == mixcclSuccess) mine = ep->open(std::move(choice), setup.rank, shmNameOf(setup));
   std::vector<OfiHello> hellos(candidates.size());
   for (size_t i = 0; i < candidates.size(); ++i) {
     OfiHello& h = hellos[i];
@@ -213,10 +219,8 @@ Result OfiTransport::connectOnFirstUse(const TransportSetup& setup, int peer,
       std::shared_ptr<OfiEndpoint> opening(new OfiEndpoint);
       OfiChoice choice;
       opened_ = chooseOfiProvider(provider_, peers[setup.rank], &choice);
-      char shmName[64];
-      snprintf(shmName, sizeof(shmName), "mixccl-ofi-%016llx-%d",
-               (unsigned long long)setup.commHash, setup.rank);
-      if (opened_ == mixcclSuccess) opened_ = opening->open(std::move(choice), setup.rank, shmName);
+      if (opened_ == mixcclSuccess)
+        opened_ = opening->open(std::move(choice), setup.rank, shmNameOf(setup));
       if (opened_ == mixcclSuccess) endpoint_ = opening;
     }
     mine = opened_;

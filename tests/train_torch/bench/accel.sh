@@ -8,8 +8,12 @@
 # uniform plan (every micro-batch slot split evenly over the types, each device the whole
 # model) is the contrast. Every distinct plan runs REPS times for STEPS steps under mixcclrun,
 # the plans interleaved round by round; each round profiles again and prices every plan with
-# that profile (mixccl-plan-predict). A run's step time is its report's mean_step_time_s
-# (step 1 left out); the tables (train/bench/accel_tables.py) give medians over the rounds.
+# that profile (mixccl-plan-predict). The profile is the fastest of its repeats, and a plan's
+# measured step the 10th percentile of its steps of all rounds (step 1 left out): both the
+# machine's quiet speed, which this machine's slow spells (seconds long, one core at a time) do
+# not move (docs/training-results.md, "Why the same plan's runs differ"); STEP=mean or
+# STEP=median: each run's mean or median step, median over the rounds
+# (train/bench/accel_tables.py prints the tables).
 #   R = tokens/s of the planner's first choice / sum over the types of tokens/s alone
 #   E = 1 - |T_auto - T_best| / T_best over the candidates, all measured
 #   error = (predicted - measured) / measured of every plan
@@ -21,7 +25,7 @@
 # rank computes a third of the time, the slow one a sixth. Run it on a quiet machine:
 #   /work/bin/measure tests/train_torch/bench/accel.sh build     (or flock the measure lock)
 #   env: CLUSTER=train/examples/emulated/cpu-fast-slow.json MODEL=tests/train_torch/bench/accel-model.json
-#        STEPS=20 REPS=5 BASE=3 TOP=5 MBV=3 ALL=0 OUT=/tmp/mixccl-torch-accel-<cluster>[-all]
+#        STEPS=20 REPS=5 BASE=3 TOP=5 MBV=3 ALL=0 STEP=low OUT=/tmp/mixccl-torch-accel-<cluster>[-all]
 set -euo pipefail
 BUILD=$(realpath "${1:-build}")
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -91,4 +95,4 @@ done
 load end
 
 # 3. The tables.
-python3 "$ROOT/train/bench/accel_tables.py" "$OUT" "$REPS"
+STEP=${STEP:-low} python3 "$ROOT/train/bench/accel_tables.py" "$OUT" "$REPS"

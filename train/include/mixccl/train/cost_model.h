@@ -32,6 +32,10 @@ class CostModel {
   // Final norm, output projection and loss: 2*s*h*V FLOPs forward, twice that backward, and the
   // AllReduce of the input gradient when tp > 1.
   PassTimes Head(int type, int tp, int micro_batch) const;
+  // The fixed cost of one forward and one backward pass of a stage, whatever its layers: the
+  // profile's "pass" part where measured, else 0 (FLOPs have no fixed part). Every stage pays
+  // it once per micro-batch; it is what a stage of one layer pays beyond its layer's time.
+  PassTimes StagePass(int type, int tp, int micro_batch) const;
 
   // A rank's per-step work outside its passes (zeroing the gradients, their norm, the optimizer
   // update) for the `parameters` it updates: the profile's "update" time per parameter on
@@ -43,9 +47,12 @@ class CostModel {
   // Activations (forward) or their gradient (backward) from one stage to the next. Each of the
   // min(tp_a, tp_b) rank pairs sends its slice in parallel, inside the domain when
   // `same_domain` (both stages then have the same device type) and over the inter-domain
-  // network otherwise.
+  // network otherwise; plus what a message costs the stages themselves, the profile's
+  // "message" part (the dearer of the two types') where measured.
   double PointToPoint(int type_a, int tp_a, int type_b, int tp_b, bool same_domain,
                       int micro_batch) const;
+  // One message's cost to a stage of `type` (the profile's "message" part), 0 unmeasured.
+  double MessageCost(int type, int tp, int micro_batch) const;
   // Hierarchical ring AllReduce of `bytes_per_device` gradient bytes held by each device:
   // reduce-scatter and all-gather among the `replicas_per_domain` replicas sharing a domain,
   // ring AllReduce of the 1/replicas_per_domain slice across `domains` domains.
@@ -57,6 +64,9 @@ class CostModel {
 
  private:
   double Compute(int type, int tp, double flops) const;
+  // The profile's times of `part` for (type, tp) at micro_batch; zero where it has none (the
+  // fixed costs, kPass and kMessage, have no analytic estimate).
+  PassTimes MeasuredOrZero(int type, int tp, int micro_batch, ProfilePart part) const;
 
   const ModelSpec& model_;
   const ClusterSpec& cluster_;

@@ -31,6 +31,12 @@ class MixcclCollectives : public Collectives {
   MixcclCollectives(const MixcclCollectives&) = delete;
   MixcclCollectives& operator=(const MixcclCollectives&) = delete;
 
+  // --survive: a new world of the survivors, made with mixcclCommShrink(MIXCCL_SHRINK_ABORT)
+  // without the `lost` ranks (world numbering, ascending; every survivor passes the same list).
+  // Every communicator of this object is given up; it can then only be destroyed. Throws
+  // std::runtime_error with mixccl's message.
+  mixcclComm_t ShrinkWorld(const std::vector<int>& lost);
+
   void SumOverReplicas(float* data, std::size_t n) override;
   void SumOverAll(double* data, std::size_t n) override;
   void SumOverPipeline(double* data, std::size_t n) override;

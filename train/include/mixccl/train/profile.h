@@ -17,9 +17,17 @@ struct ProfilePoint {
 };
 
 // What an entry measured: a transformer layer (the default), or the embedding or the head
-// (final norm, output projection and loss) of the first and last stage. The trainer's
-// profiling mode measures all three; where a part has no entry the analytic estimate applies.
-enum class ProfilePart { kLayer, kEmbedding, kHead };
+// (final norm, output projection and loss) of the first and last stage, or the fixed cost of
+// one forward and one backward pass of any stage whatever its layers (kPass: starting the pass
+// and the autograd engine, the per-pass Python of the step), which makes a stage of few
+// layers on small micro-batches dearer per layer than a deep one. The trainer's profiling
+// mode measures the first three, mixccl.train's all four; where a part has no entry the
+// analytic estimate applies (for kPass: none, the analytic model has no fixed cost).
+// kMessage (profile part "message", mixccl.train on CPU): what a stage pays per micro-batch
+// to send its activations or gradients to a neighbour and take the neighbour's (posting the
+// send and the receive through the trainer's backend, the hand-offs and wake-ups), forward
+// and backward alike; the link's own time (bytes over bandwidth, latency) comes on top.
+enum class ProfilePart { kLayer, kEmbedding, kHead, kPass, kMessage };
 
 class LayerProfile {
  public:
@@ -30,7 +38,8 @@ class LayerProfile {
   // Times of one layer for (device type, tp) at `micro_batch` sequences, when that pair was
   // measured. Between measured micro-batch sizes the times are interpolated linearly; outside
   // them they are scaled in proportion to the micro-batch from the nearest measurement (a
-  // layer's work is linear in the number of sequences). Returns false when the pair has no
+  // layer's work is linear in the number of sequences), except kPass and kMessage, fixed
+  // costs, which keep the nearest measurement's times. Returns false when the pair has no
   // measurement, in which case the analytic estimate applies.
   bool Lookup(const std::string& device_type, int tp, int micro_batch, double* forward_s,
               double* backward_s, ProfilePart part = ProfilePart::kLayer) const;

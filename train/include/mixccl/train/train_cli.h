@@ -30,6 +30,9 @@ struct TrainCli {
   std::string model_spec_out;  // profiling mode: and the planner's model spec here
   std::vector<int> profile_micro_batches = {1, 2, 4, 8};
   bool quiet = false;
+  // --survive: when ranks are lost the survivors shrink, re-plan and go on; the recoveries'
+  // plans and checkpoints go to DIR/recovery-K (survive_recovery.cc).
+  std::string survive;
   bool help = false;
 };
 

@@ -76,6 +76,8 @@ class Trainer {
   void Resume(const std::string& path);
 
   const TrainPosition& position() const { return position_; }
+  // Where the run goes on (a recovery that took the state from another rank sets it).
+  void set_position(const TrainPosition& p) { position_ = p; }
   GptStage& stage() { return stage_; }
   AdamW& optimizer() { return optimizer_; }
   const RankRole& role() const { return role_; }

@@ -49,6 +49,11 @@ def parser():
     p.add_argument("--survive", metavar="DIR", help="survive lost ranks: shrink, re-plan with "
                    "mixccl-plan for --cluster's devices left, go on; each recovery's plan and "
                    "state go to DIR/recovery-K (docs/reliability.md)")
+    p.add_argument("--allow-grow", action="store_true", help="with --survive DIR: a "
+                   "replacement rank started with --join DIR joins at a step boundary and the "
+                   "planner re-plans for the larger job (docs/reliability.md)")
+    p.add_argument("--join", metavar="DIR", help="join the running job whose --survive DIR "
+                   "this is, as a rank of --device-type (docs/reliability.md)")
     p.add_argument("--model-module", help="FILE.py:FUNCTION building your own model's parts "
                    "(docs/training.md, 'Your own model')")
     p.add_argument("--quiet", action="store_true", help="no per-step lines")
@@ -96,6 +101,10 @@ def main(argv=None):
         check_emulation_options(args)
         from .restart import check_options as check_restart_options
         check_restart_options(args)
+        from .grow import check_options as check_grow_options
+        from .grow_join import check_options as check_join_options
+        check_join_options(args)
+        check_grow_options(args)
         spec = load_model_spec(args.model_spec)
         if args.plan_and_run:
             from .plan_and_run import plan_and_run
@@ -107,7 +116,11 @@ def main(argv=None):
             write_profile(spec, args)
             return 0
         factory = load_parts_factory(args.model_module, spec, args.seed) if args.model_module else None
-        Trainer(args, spec, factory).train()
+        joined = None
+        if args.join:
+            from .grow_join import request_to_join
+            joined = request_to_join(args, spec)
+        Trainer(args, spec, factory, joined).train()
     except InputError as e:
         print(f"mixccl.train: {e}", file=sys.stderr, flush=True)
         return 1

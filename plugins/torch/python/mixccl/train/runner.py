@@ -68,15 +68,16 @@ def peak_memory_bytes(device):
 
 
 class Trainer:
-    def __init__(self, args, spec, parts_factory=None):
+    def __init__(self, args, spec, parts_factory=None, joined=None):
         self.args = args
         self.spec = spec
-        self.rank, self.world = job_rank_and_size()
-        self.distributed = args.plan is not None
+        # joined: a replacement rank (--join), whose rank, world and plan are the job's answer.
+        self.rank, self.world = (joined.rank, joined.world) if joined else job_rank_and_size()
+        self.distributed = args.plan is not None or joined is not None
         device_map = parse_device_map(args.device_map)
         cluster = load_cluster(args.cluster) if args.cluster else None
         if self.distributed:
-            self.plan = load_plan(args.plan)
+            self.plan = joined.plan if joined else load_plan(args.plan)
             check_plan(self.plan, spec, args.model_spec, self.world)
             check_devices(self.plan, spec, device_map, cluster, args.cluster, self.rank)
             if args.survive:
@@ -108,15 +109,20 @@ class Trainer:
         self.data = TokenData.open(args.data) if args.data else TokenData.generated(spec.vocab_size)
         self.data.check(spec)
         if self.distributed:
-            self.store_file = init_process_group(self.rank, self.world, args.timeout)
+            self.store_file = (joined.init_process_group() if joined else
+                               init_process_group(self.rank, self.world, args.timeout))
         self.parts_factory = parts_factory or (
             lambda f, l, e, h: build_llama_parts(spec, f, l, e, h, args.seed))
         if self.distributed and args.survive:
             from .survive import announce_process
             announce_process(self)
+            from .grow import announce_job
+            announce_job(self)  # DIR/job.json: where a replacement finds the job (--join DIR)
         self.build_rank()
         self.step = 0
-        if args.resume:
+        if joined:
+            joined.take_state(self)  # the job's state at the join, from the replicas
+        elif args.resume:
             self.load_checkpoint(args.resume)
         elif args.auto_resume:
             from .restart import auto_resume
@@ -223,6 +229,9 @@ class Trainer:
             try:
                 self.step_started = time.perf_counter()  # survive.py counts the time lost from it
                 self.train_step()
+                if a.allow_grow:
+                    from .grow import take_joiner
+                    take_joiner(self)  # a replacement that waits joins here (grow.py)
             except (PeerFailed, dist.DistError) as e:
                 if not (self.distributed and a.survive):
                     raise
@@ -234,6 +243,9 @@ class Trainer:
         if a.checkpoint:
             self.save_checkpoint(a.checkpoint)
         self.report.finish()
+        if self.distributed and a.survive:
+            from .grow import job_finished
+            job_finished(self)
         if self.distributed:
             dist.barrier()
             dist.destroy_process_group()

@@ -1,5 +1,6 @@
 """`--survive DIR`: a job that loses ranks goes on (docs/reliability.md, "Training that
-survives"). On a failed step every survivor: agrees with the others on the lost ranks
+survives"). On a failed step every survivor: revokes its groups, so that the ranks waiting on
+it fail at once too (survive_revoke.py), agrees with the others on the lost ranks
 (survive_members.py), shrinks the world with torch.distributed.shrink_group (which gives up the
 old world and every group made from it), re-plans for the devices left with mixccl-plan
 (survive_plan.py), builds its new stage and groups, takes the state from the survivors
@@ -15,8 +16,9 @@ from torch.distributed.distributed_c10d import SHRINK_ABORT
 
 from .plan import role_of_rank
 from .spec import InputError
-from .survive_members import agree_on_survivors, announce
+from .survive_members import agree_on_survivors, announce, first_error, note_failure
 from .survive_plan import replan
+from .survive_revoke import revoke_groups
 from .survive_state import LayersLost, held_state, take_state
 
 
@@ -39,6 +41,8 @@ def recover(trainer, error):
     failed_at = time.perf_counter()
     epoch = getattr(trainer, "recoveries", 0)
     old_rank, old_plan, old_world = trainer.rank, trainer.plan, trainer.world
+    note_failure(epoch, error)
+    revoke_groups(trainer)  # the ranks waiting on this one fail now, and check in below
     lost, steps = agree_on_survivors(epoch, old_rank, trainer.world, trainer.step, a.timeout)
     agreed = time.perf_counter()
     survivors = sorted(steps)
@@ -77,12 +81,13 @@ def recover(trainer, error):
     # Time lost: the failed step's work until the error, and the recovery.
     lost_s = done - getattr(trainer, "step_started", failed_at)
     if trainer.rank == 0:
+        first = first_error(epoch, error)  # what happened, not the revoke that reached rank 0
         print(f"mixccl.train: lost rank(s) {','.join(map(str, lost))} in step {max(steps.values()) + 1}: "
               f"{trainer.world} ranks go on with {plan_path} "
               f"(micro-batches {','.join(str(role_of_rank(plan, r).micro_batch) for r in range(trainer.world))})"
               f"; recovery {done - failed_at:.2f} s (agree {agreed - failed_at:.2f}, shrink "
               f"{shrunk - agreed:.2f}, re-plan {planned - shrunk:.2f}, state and groups "
-              f"{done - planned:.2f}), time lost {lost_s:.2f} s; the error: {error}",
+              f"{done - planned:.2f}), time lost {lost_s:.2f} s; the error: {first}",
               flush=True)
         if rolled_back:
             lost_layers, reached = rolled_back

@@ -43,6 +43,23 @@ def _process_gone(store, rank):
         return True
 
 
+def note_failure(epoch, error):
+    """Before this rank revokes its groups: the first survivor of recovery `epoch` to fail
+    records its error for the report. The others fail after it (mostly by its revoke, whose
+    message names it rather than the lost rank), so the first error is the one that says what
+    happened."""
+    store = job_store()
+    if store.add(f"{PREFIX}/{epoch}/failed", 1) == 1:
+        store.set(f"{PREFIX}/{epoch}/first-error", str(error))
+
+
+def first_error(epoch, own_error):
+    """The error note_failure recorded first in recovery `epoch` (this rank's own if none)."""
+    store = job_store()
+    key = f"{PREFIX}/{epoch}/first-error"
+    return store.get(key).decode() if store.check([key]) else str(own_error)
+
+
 def agree_on_survivors(epoch, rank, world, step, grace_s):
     """Returns (lost ranks, {survivor: step}) of recovery `epoch`, the same on every survivor."""
     store = job_store()
