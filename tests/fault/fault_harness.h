@@ -123,14 +123,87 @@ inline std::set<std::string> shmFiles(const char* part = "mixccl") {
   return out;
 }
 
+// The parent of process pid, from /proc/PID/stat (0 when it is gone).
+inline pid_t parentOf(pid_t pid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+  FILE* f = fopen(path, "r");
+  if (!f) return 0;
+  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  const char* close = strrchr(buf, ')');  // the command name may hold spaces and parentheses
+  int ppid = 0;
+  char state;
+  if (!close || sscanf(close + 1, " %c %d", &state, &ppid) != 2) return 0;
+  return ppid;
+}
+
+inline bool descendsFrom(pid_t pid, pid_t root) {
+  for (int depth = 0; pid > 1 && depth < 64; ++depth, pid = parentOf(pid))
+    if (pid == root) return true;
+  return false;
+}
+
+// The /dev/shm names that a live process outside the tree of `ownRoot` maps or holds open:
+// other tests that ctest runs at the same moment hold theirs while they initialise, or for
+// their whole life (libfabric's shm provider), and those are not this test's leaks.
+inline std::set<std::string> shmHeldByOthers(pid_t ownRoot) {
+  std::set<std::string> held;
+  const std::string prefix = "/dev/shm/";
+  auto note = [&](const std::string& target) {
+    if (target.compare(0, prefix.size(), prefix) != 0) return;
+    std::string name = target.substr(prefix.size());
+    const std::string deleted = " (deleted)";
+    if (name.size() > deleted.size() &&
+        name.compare(name.size() - deleted.size(), deleted.size(), deleted) == 0)
+      return;  // unlinked: no longer a name in /dev/shm
+    held.insert(name);
+  };
+  DIR* proc = opendir("/proc");
+  if (!proc) return held;
+  while (dirent* e = readdir(proc)) {
+    const pid_t pid = (pid_t)atoi(e->d_name);
+    if (pid <= 0 || descendsFrom(pid, ownRoot)) continue;
+    const std::string base = std::string("/proc/") + e->d_name;
+    if (FILE* maps = fopen((base + "/maps").c_str(), "r")) {
+      char line[1024];
+      while (fgets(line, sizeof(line), maps)) {
+        const char* path = strstr(line, "/dev/shm/");
+        if (!path) continue;
+        std::string target(path);
+        while (!target.empty() && (target.back() == '\n' || target.back() == ' '))
+          target.pop_back();
+        note(target);
+      }
+      fclose(maps);
+    }
+    if (DIR* fds = opendir((base + "/fd").c_str())) {
+      while (dirent* fd = readdir(fds)) {
+        char target[512];
+        const std::string link = base + "/fd/" + fd->d_name;
+        const ssize_t n = readlink(link.c_str(), target, sizeof(target) - 1);
+        if (n <= 0) continue;
+        target[n] = 0;
+        note(target);
+      }
+      closedir(fds);
+    }
+  }
+  closedir(proc);
+  return held;
+}
+
 // The names containing `part` that appeared under /dev/shm since `before` and stay, space-
-// separated: a name is a leak only if it is still there graceS seconds later. Segments exist
-// only while a communicator initialises, and tests running at the same time (ctest -j) create
-// and remove their own, so a name that comes and goes meanwhile belongs to someone else.
-// (Comparing the whole directory before and after failed whenever another test's segment was
-// there at the second look.)
+// separated: a name is a leak only if it is still there graceS seconds later and no live
+// process outside the tree of `ownRoot` (by default this process and its children) maps it or
+// holds it open. Segments exist only while a communicator initialises, and tests running at
+// the same time (ctest -j) create and remove their own or keep them for their whole life
+// (libfabric's shm provider), so such a name belongs to someone else. (Comparing the whole
+// directory before and after failed whenever another test's segment was there at the second
+// look.)
 inline std::string shmLeftSince(const std::set<std::string>& before, const char* part = "mixccl",
-                                double graceS = 5.0) {
+                                double graceS = 5.0, pid_t ownRoot = getpid()) {
   std::set<std::string> left;
   for (const std::string& f : shmFiles(part))
     if (!before.count(f)) left.insert(f);
@@ -140,6 +213,10 @@ inline std::string shmLeftSince(const std::set<std::string>& before, const char*
     for (const std::string& f : left)
       if (now.count(f)) still.insert(f);
     left.swap(still);
+  }
+  if (!left.empty()) {
+    const std::set<std::string> others = shmHeldByOthers(ownRoot);
+    for (auto it = left.begin(); it != left.end();) it = others.count(*it) ? left.erase(it) : ++it;
   }
   std::string names;
   for (const std::string& f : left) names += (names.empty() ? "" : " ") + f;

@@ -132,10 +132,11 @@ mixcclResult_t workUntilFailure(mixcclComm_t comm, Slot* me, bool* stopped) {
 
 // Checks, at the end of a round, that this process holds the fds and threads of its first one.
 // A thread that has just ended (the grow's rendezvous root, in the id maker's process) may stay
-// listed for a moment, so a count other than the first is read again for up to a second.
+// listed for a moment, longer on loaded cores, so a count other than the first is read again
+// for up to five seconds.
 bool leaksNothing(Slot* me, bool first) {
   int fds = fault::countFds(), threads = fault::countThreadsNow();
-  for (int i = 0; i < 200 && !first && (fds != me->fdsBase || threads != me->threadsBase); ++i) {
+  for (int i = 0; i < 1000 && !first && (fds != me->fdsBase || threads != me->threadsBase); ++i) {
     usleep(5000);
     fds = fault::countFds();
     threads = fault::countThreadsNow();
