@@ -98,7 +98,10 @@ if ((RUN_ASAN)); then
   [ "$fuzz" = ON ] && targets+=(fuzz_bootstrap fuzz_transport)
   cmake --build build-asan -j"$JOBS" --target "${targets[@]}"
   echo "== sanitizers: ASan+UBSan tests"
-  (cd build-asan && ctest -j"$JOBS" --output-on-failure --no-label-summary --timeout 300 -E "$ASAN_EXCLUDE")
+  # A failure with no sanitizer finding in its output is run once more alone (flaky or not:
+  # scripts/ctest-rerun-flaky.sh); a finding fails at once.
+  (cd build-asan && ../scripts/ctest-rerun-flaky.sh -j"$JOBS" --output-on-failure --no-label-summary \
+     --timeout 300 -E "$ASAN_EXCLUDE")
   for n in 2 4 7; do
     echo "== sanitizers: ASan+UBSan collective_matrix $n --quick"
     timeout 300 build-asan/tests/multirank/collective_matrix "$n" --quick --timeout 280 >/dev/null
