@@ -33,8 +33,7 @@ def main():
     try:
         survive_dir = os.path.join(tmp, "survive")
         report = os.path.join(tmp, "job.json")
-        common = ["--model-spec", spec, "--cluster", cluster, "--planner", planner, "--steps",
-                  str(steps), "--threads", "1", "--timeout", "60"]
+        common = grow_job.train_args(spec, cluster, planner, steps)
         keep_going = ["--keep-going"] if victim is not None else []
         job = [mixcclrun, *keep_going, "--adaptors", adaptors, sys.executable, "-m", "mixccl.train",
                "--plan", plan, "--survive", survive_dir, "--allow-grow", "--report", report,

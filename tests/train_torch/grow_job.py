@@ -15,6 +15,13 @@ import harness
 import survive_job
 
 
+def train_args(spec, cluster, planner, steps):
+    """The mixccl.train options the job and the joiner share: one thread each, and --timeout 60
+    so that a rank held in a collective does not count the hold as a stuck peer."""
+    return ["--model-spec", spec, "--cluster", cluster, "--planner", planner, "--steps",
+            str(steps), "--threads", "1", "--timeout", "60"]
+
+
 def _ranks(launcher_pid):
     with open(f"/proc/{launcher_pid}/task/{launcher_pid}/children") as f:
         return [int(p) for p in f.read().split()]

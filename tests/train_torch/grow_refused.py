@@ -21,8 +21,7 @@ def main():
     try:
         survive_dir = os.path.join(tmp, "survive")
         report = os.path.join(tmp, "job.json")
-        common = ["--model-spec", spec, "--cluster", cluster, "--planner", planner, "--steps",
-                  str(steps), "--threads", "1", "--timeout", "60"]
+        common = grow_job.train_args(spec, cluster, planner, steps)
         job = [mixcclrun, "--adaptors", adaptors, sys.executable, "-m", "mixccl.train",
                "--plan", plan, "--survive", survive_dir, "--report", report, *common]
         # By hand, without a launcher: the joiner's adaptor from MIXCCL_ADAPTOR.
