@@ -22,7 +22,10 @@
  *
  * Thread safety: like NCCL, a communicator must not be used by two threads at once, except for
  * mixcclCommAbort, mixcclCommRevoke and mixcclCommGetAsyncError, which may be called from any
- * thread.
+ * thread, and for point-to-point on host memory: mixcclSend, mixcclRecv (also in groups of
+ * them only) and mixcclIprobe may run on several threads at once, as long as the sends to one
+ * peer are made by one thread at a time, and the receives from one peer likewise (their order
+ * is what matches them). One of the waiting threads moves the bytes of all of them.
  */
 #ifndef MIXCCL_H_
 #define MIXCCL_H_

@@ -211,7 +211,14 @@ uint64_t Proxy::bytesMoved(const std::string& transport) const {
 Result Proxy::probe(int peer, bool* arrived, uint64_t* bytes) {
   *arrived = false;
   *bytes = 0;
-  std::lock_guard<std::mutex> lock(progressMutex_);
+  // A waiting driver keeps the lock for the whole of its wait: it lets go for the probe.
+  std::unique_lock<std::mutex> lock(progressMutex_, std::try_to_lock);
+  if (!lock.owns_lock()) {
+    probing_.fetch_add(1);
+    wake();
+    lock.lock();
+    probing_.fetch_sub(1);
+  }
   if (pairs_ && peer >= 0 && peer < params_.nranks && peer != params_.rank && !conns_[peer] &&
       !health_.failed())
     connectOnDemand(peer);
@@ -261,13 +268,83 @@ void Proxy::complete(TransportRequest* r, Result result) {
   r->result = result;
   r->state.store(result == mixcclSuccess ? TransportRequest::Done : TransportRequest::Failed,
                  std::memory_order_release);
+  // A waiter parked behind another thread's progress (awaitDriver) may be waiting for r. The
+  // fence orders the store above before the look at parked_ (awaitDriver counts itself first,
+  // then looks at the state): one of the two sees the other.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (parked_.load(std::memory_order_relaxed) > 0) {
+    std::lock_guard<std::mutex> lock(parkMutex_);
+    parkCv_.notify_all();
+  }
+}
+
+// Another thread drives progress (it holds progressMutex_): its rounds finish r too, so this
+// one sleeps until r is finished or the driver lets go, then takes over. Returns with r
+// finished or with lock (on progressMutex_) held.
+void Proxy::awaitDriver(TransportRequest* r, const Deadline& deadline,
+                        std::unique_lock<std::mutex>& lock) {
+  // The driver may be blocked in epoll for the whole of its own wait: r is not handed to its
+  // connection until the driver's next round, so wake it now.
+  wake();
+  bool overdueAsked = false;
+  while (r->stateNow() == TransportRequest::Pending) {
+    {
+      std::unique_lock<std::mutex> park(parkMutex_);
+      parked_.fetch_add(1);
+      // The bound is only a safety net (wake-ups are not lost, see complete()); a holder that
+      // is not a waiting driver (the idle thread, a probe) keeps the lock for one round only.
+      parkCv_.wait_for(park, std::chrono::milliseconds(2), [&] {
+        return r->stateNow() != TransportRequest::Pending || !driving_.load();
+      });
+      parked_.fetch_sub(1);
+    }
+    if (r->stateNow() != TransportRequest::Pending) return;
+    if (lock.try_lock()) return;
+    if (!driving_.load()) sched_yield();
+    // The driver only watches its own deadline: it fails the communicator for this one too.
+    if (!overdueAsked && deadline.expired()) {
+      overdueAsked = true;
+      overdue_.store(r);
+      wake();
+    }
+  }
+}
+
+// The driver leaves: a parked waiter whose request is not finished takes over.
+void Proxy::handOver() {
+  driving_.store(false);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (parked_.load(std::memory_order_relaxed) > 0) {
+    std::lock_guard<std::mutex> lock(parkMutex_);
+    parkCv_.notify_all();
+  }
 }
 
 Result Proxy::wait(TransportRequest* r, const Deadline& deadline) {
   if (r->stateNow() == TransportRequest::Pending) {
     // The waiting thread moves the bytes itself: handing each event to another thread costs a
     // wake-up per message, which dominates small-message latency (docs/architecture.md).
-    std::lock_guard<std::mutex> lock(progressMutex_);
+    // Several threads may wait at once (point-to-point from several threads, mixccl.h): one
+    // drives, for all of them; the others sleep until theirs is finished or it is their turn.
+    std::unique_lock<std::mutex> lock(progressMutex_, std::try_to_lock);
+    if (!lock.owns_lock()) awaitDriver(r, deadline, lock);
+    if (lock.owns_lock()) driveUntilFinished(r, deadline, lock);
+    if (lock.owns_lock()) {
+      lock.unlock();
+      handOver();
+    }
+  }
+  if (r->stateNow() == TransportRequest::Done) return mixcclSuccess;
+  std::string msg;
+  health_.error(&msg);
+  return adoptError(r->result, msg);
+}
+
+// Called with lock (on progressMutex_) held.
+void Proxy::driveUntilFinished(TransportRequest* r, const Deadline& deadline,
+                               std::unique_lock<std::mutex>& lock) {
+  driving_.store(true);
+  {
     WaiterCount waiting;
     const auto spinFor = std::chrono::microseconds(params_.spinUs);
     auto spinEnd = Clock::now() + spinFor;
@@ -310,18 +387,24 @@ Result Proxy::wait(TransportRequest* r, const Deadline& deadline) {
       const bool moved = progressOnce(spinning ? 0 : std::max(1, deadline.remainingMs(100)), r);
       movedSinceLook = movedSinceLook || moved;
       if (r->stateNow() != TransportRequest::Pending) break;
+      // A probe on another thread needs one round of its own (probe()): let it have it.
+      if (probing_.load(std::memory_order_relaxed) > 0) {
+        lock.unlock();
+        while (probing_.load() > 0) sched_yield();
+        lock.lock();
+        driving_.store(true);  // a parked waiter may have driven meanwhile, and left
+      }
       if (spinning && yielding) sched_yield();
       if (!look) continue;
       if (!timedOut && deadline.expired()) {
         timedOut = true;
         failOnTimeout(r);
       }
+      // A parked waiter's deadline passed (awaitDriver); it may have finished meanwhile.
+      if (TransportRequest* o = overdue_.exchange(nullptr))
+        if (live_.count(o) && o->stateNow() == TransportRequest::Pending) failOnTimeout(o);
     }
   }
-  if (r->stateNow() == TransportRequest::Done) return mixcclSuccess;
-  std::string msg;
-  health_.error(&msg);
-  return adoptError(r->result, msg);
 }
 
 void Proxy::stopThread() {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -116,6 +117,13 @@ class Proxy : private TransportEvents {
   int rank() const override { return params_.rank; }
 
   void run();
+  // wait(): drive progress until r is finished (progressMutex_ held); or sleep while another
+  // thread drives (awaitDriver); a driver that leaves wakes the sleepers (handOver).
+  void driveUntilFinished(TransportRequest* r, const Deadline& deadline,
+                          std::unique_lock<std::mutex>& lock);
+  void awaitDriver(TransportRequest* r, const Deadline& deadline,
+                   std::unique_lock<std::mutex>& lock);
+  void handOver();
   void drainIncoming();
   void failEverything();
   void pumpControl(int peer);
@@ -185,6 +193,14 @@ class Proxy : private TransportEvents {
   // Held by whichever thread drives progress: a waiting caller, or the proxy thread when idle.
   // The connections, slots and live_ are touched only under it.
   std::mutex progressMutex_;
+  // Threads waiting while another drives (awaitDriver): how many, and what wakes them.
+  std::atomic<bool> driving_{false};  // a wait() holds progressMutex_ for its whole wait
+  std::atomic<int> parked_{0};
+  std::atomic<int> probing_{0};  // probes waiting for progressMutex_ (probe())
+  std::mutex parkMutex_;
+  std::condition_variable parkCv_;
+  // A parked waiter's request whose deadline passed: the driver fails the communicator for it.
+  std::atomic<TransportRequest*> overdue_{nullptr};
   bool failedHandled_ = false;
   StallTracker stalls_;
   // How often a waiting call looks at how much moved with each peer it waits for: the idle

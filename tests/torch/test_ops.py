@@ -461,7 +461,51 @@ class TestMixcclOps(MixcclTestCase):
             ops = [dist.P2POp(dist.isend, big, peer), dist.P2POp(dist.irecv, got, peer)]
             for w in dist.batch_isend_irecv(ops):
                 w.wait()
-            self.assertEqual(self.mixccl_backend().p2p_lane_count(), 2)
+            self.assertEqual(self.mixccl_backend().p2p_comm_count(), 1)
+        dist.barrier()
+        dist.destroy_process_group()
+
+    def test_p2p_one_communicator_whatever_the_tags(self):
+        # Point-to-point of a group goes through one communicator, whatever the peers and tags
+        # (tags are matched inside): rank 0 exchanges five tags with each other rank, receiving
+        # them in the reverse of the order they were sent, so most messages arrive before their
+        # receive is posted and wait for it while the later tags go by.
+        self.init_pg()
+        tags = range(5)
+        peers = range(1, self.world_size) if self.rank == 0 else [0]
+        sends, recvs = [], []
+        for p in peers:
+            for tag in tags:
+                value = float(100 * self.rank + 10 * p + tag)
+                sends.append(dist.isend(torch.full((3 + tag,), value), p, tag=tag))
+        for p in peers:
+            for tag in reversed(tags):
+                got = torch.empty(3 + tag)
+                recvs.append((dist.irecv(got, p, tag=tag), got, float(100 * p + 10 * self.rank + tag)))
+        for w in sends:
+            w.wait()
+        for w, got, want in recvs:
+            w.wait()
+            self.assertEqual(got.tolist(), [want] * got.numel())
+        # Tags are independent: the receive of tag 2 completes first although tag 1's larger
+        # message (more than any transport buffer) was sent before it and has no receive yet.
+        if self.rank < 2:
+            peer = 1 - self.rank
+            if self.rank == 0:
+                first = dist.isend(torch.full((4 << 20,), 1.0), peer, tag=1)
+                second = dist.isend(torch.full((5,), 2.0), peer, tag=2)
+                first.wait()
+                second.wait()
+            else:
+                small, big = torch.empty(5), torch.empty(4 << 20)
+                dist.irecv(small, peer, tag=2).wait()
+                dist.recv(big, peer, tag=1)
+                self.assertEqual((small[0].item(), big[0].item(), big[-1].item()), (2.0, 1.0, 1.0))
+        backend = self.mixccl_backend()
+        self.assertEqual(backend.p2p_comm_count(), 1)
+        # Its pairs connect on first use: rank 0 talked to every rank, the others to rank 0.
+        if backend.p2p_inspect("connect") == "lazy":
+            self.assertEqual(backend.p2p_inspect("connected_peers"), str(len(peers)))
         dist.barrier()
         dist.destroy_process_group()
 

@@ -17,6 +17,9 @@ MixcclBackend::MixcclBackend(c10::intrusive_ptr<c10d::Store> store, std::unique_
       packSetting_(packSetting),
       pack_(packBoundFor(packSetting, comm_->shmSlotBytes())),
       formedBy_(formedBy),
+      p2p_(comm_->deviceMemory()
+               ? nullptr
+               : std::make_unique<P2PEngine>(store_, comm_->rank(), comm_->size(), timeout)),
       lanes_(std::make_unique<P2PLanes>(store_, comm_->rank(), timeout, comm_->deviceMemory())),
       worker_(std::make_unique<Worker>("mixccl-coll")) {}
 
@@ -103,6 +106,7 @@ c10::intrusive_ptr<c10d::Work> MixcclBackend::send(std::vector<at::Tensor>& tens
   checkPeer(dstRank, "send");
   const at::Tensor& t = onlyTensor(tensors, "send");
   ++seq_;
+  if (p2p_ && !t.is_cuda()) return p2p_->send(t, dstRank, tag);
   return lanes_->send(t, dstRank, tag);
 }
 
@@ -112,6 +116,7 @@ c10::intrusive_ptr<c10d::Work> MixcclBackend::recv(std::vector<at::Tensor>& tens
   checkPeer(srcRank, "recv");
   const at::Tensor& t = onlyTensor(tensors, "recv");
   ++seq_;
+  if (p2p_ && !t.is_cuda()) return p2p_->recv(t, srcRank, tag);
   return lanes_->recv(t, srcRank, tag);
 }
 
@@ -120,6 +125,7 @@ c10::intrusive_ptr<c10d::Work> MixcclBackend::recvAnysource(std::vector<at::Tens
   checkOpen("recv");
   const at::Tensor& t = onlyTensor(tensors, "recv");
   ++seq_;
+  if (p2p_ && !t.is_cuda()) return p2p_->recvAnySource(t, tag);
   return lanes_->recvAnySource(t, tag, size_);
 }
 
@@ -172,6 +178,7 @@ void MixcclBackend::abort() {
   if (aborted_.exchange(true) || shutDown_.load()) return;
   // Calls blocked on the worker and the lanes return with an error; queued ones fail at once.
   comm_->abort();
+  if (p2p_) p2p_->abort();
   lanes_->abort();
 }
 
@@ -181,6 +188,7 @@ void MixcclBackend::shutdown() {
   // are joined and the communicators freed.
   if (worker_) worker_->drain();
   worker_.reset();
+  p2p_.reset();
   lanes_.reset();
   comm_.reset();
 }
@@ -197,6 +205,13 @@ std::string MixcclBackend::adaptor() const {
 std::string MixcclBackend::inspect(const std::string& key) const {
   checkOpen("inspect");
   return comm_->inspect(key);
+}
+
+std::string MixcclBackend::p2pInspect(const std::string& key) {
+  checkOpen("inspect");
+  TORCH_CHECK(p2p_, "mixccl: this group's point-to-point runs on lanes (device memory), not "
+              "on one communicator");
+  return p2p_->inspect(key);
 }
 
 }  // namespace mixccl_torch

@@ -6,6 +6,7 @@
 #include "comm.h"
 #include "op_order.h"
 #include "pack_plan.h"
+#include "p2p_engine.h"
 #include "p2p_lanes.h"
 #include "worker.h"
 #include "work.h"
@@ -116,7 +117,13 @@ class MixcclBackend : public c10d::Backend {
   std::string adaptor() const;
   // mixcclCommInspect on the group's communicator (docs/inspect.md).
   std::string inspect(const std::string& key) const;
-  size_t p2pLaneCount() { return lanes_ ? lanes_->laneCount() : 0; }
+  // Communicators point-to-point holds: the group's one (host memory), plus the lanes of
+  // device memory and CUDA tensors (p2p_lanes.h).
+  size_t p2pCommCount() {
+    return (p2p_ ? p2p_->commCount() : 0) + (lanes_ ? lanes_->laneCount() : 0);
+  }
+  // mixcclCommInspect on the point-to-point communicator.
+  std::string p2pInspect(const std::string& key);
   int timeoutSeconds() const;
   // "split" (mixcclCommSplit of a parent group), "shrink" (mixcclCommShrink of one) or "store"
   // (a new communicator).
@@ -150,6 +157,9 @@ class MixcclBackend : public c10d::Backend {
   int shrinks_ = 0;  // shrinks started from this group: each new group's store prefix
   std::atomic<bool> aborted_{false};
   std::atomic<bool> shutDown_{false};
+  // Point-to-point: p2p_ on host-memory groups (null on device-memory ones), lanes_ for the
+  // rest (device memory, CUDA tensors).
+  std::unique_ptr<P2PEngine> p2p_;
   std::unique_ptr<P2PLanes> lanes_;
   FenceSource fences_;              // the worker's internal CUDA streams
   std::unique_ptr<Worker> worker_;  // declared last: joined first

@@ -28,6 +28,7 @@ c10::intrusive_ptr<c10d::Backend> MixcclBackend::shrink(
     // shrink stops the communicator's work, so a call of the worker blocked on a dead peer
     // returns. Hence on the caller's thread: the worker may be that blocked call.
     aborted_.store(true);
+    if (p2p_) p2p_->abort();
     lanes_->abort();
     child = Comm::shrink(*comm_, excluded, MIXCCL_SHRINK_ABORT, timeout, "torch");
   } else {
@@ -48,10 +49,12 @@ c10::intrusive_ptr<c10d::Backend> MixcclBackend::shrink(
 void MixcclBackend::revoke() {
   if (aborted_.load() || shutDown_.load()) return;  // its work has stopped already
   // The revoke first: its notices are out when it returns, so the group's other ranks hear of
-  // it before a lane's peer, released below, can go on to give up the group itself. Each lane
-  // is a communicator of two ranks: aborting it cuts its connections, so the peer of a
-  // transfer in flight or posted later fails at once instead of at its timeout.
+  // it before a point-to-point peer, released below, can go on to give up the group itself.
+  // Aborting the point-to-point communicator (and each lane, a communicator of two ranks) cuts
+  // its connections, so the peer of a transfer in flight or posted later fails at once instead
+  // of at its timeout.
   comm_->revoke();
+  if (p2p_) p2p_->abort();
   lanes_->abort();
 }
 

@@ -54,7 +54,7 @@ void waitForKey(c10d::Store& store, const std::string& key, std::chrono::millise
 
 std::unique_ptr<Comm> Comm::viaStore(c10d::Store& store, const std::string& key, int rank,
                                      int size, std::chrono::milliseconds timeout,
-                                     const std::string& name) {
+                                     const std::string& name, bool blocking) {
   mixcclUniqueId id;
   if (rank == 0) {
     throwIfFailed(mixcclGetUniqueId(&id), nullptr, "getUniqueId");
@@ -69,11 +69,14 @@ std::unique_ptr<Comm> Comm::viaStore(c10d::Store& store, const std::string& key,
     std::memcpy(&id, bytes.data(), sizeof(id));
   }
   mixcclConfig_t cfg = configFor(timeout, name);
+  cfg.blocking = blocking ? 1 : 0;
   mixcclComm_t comm = nullptr;
-  throwIfFailed(mixcclCommInitRankConfig(&comm, size, id, rank, &cfg), nullptr, "init");
+  mixcclResult_t r = mixcclCommInitRankConfig(&comm, size, id, rank, &cfg);
+  if (!blocking && r == mixcclInProgress) r = mixcclSuccess;
+  throwIfFailed(r, nullptr, "init");
   // Every rank has read the id once the init completed. Removing it keeps a later group on the
   // same store (a new init_process_group after destroy_process_group) from reading a stale id.
-  if (rank == 0) store.deleteKey(key);
+  if (rank == 0 && blocking) store.deleteKey(key);
   return std::unique_ptr<Comm>(new Comm(comm, rank, size));
 }
 
@@ -118,6 +121,24 @@ Comm::~Comm() {
 }
 
 void Comm::check(mixcclResult_t r, const char* what) const { throwIfFailed(r, comm_, what); }
+
+void Comm::waitReady(std::chrono::milliseconds timeout) const {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto pause = std::chrono::microseconds(50);
+  for (;;) {
+    mixcclResult_t state = mixcclInProgress;
+    check(mixcclCommGetAsyncError(comm_, &state), "init");
+    if (state != mixcclInProgress) {
+      check(state, "init");
+      return;
+    }
+    if (std::chrono::steady_clock::now() >= deadline)
+      C10_THROW_ERROR(DistBackendError, "mixccl init: the communicator was not ready within " +
+                                            std::to_string(timeout.count()) + " ms");
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(10000));
+  }
+}
 
 void Comm::abort() {
   if (aborted_) return;

@@ -20,9 +20,11 @@ class Comm {
  public:
   // Rank 0 of the group creates the unique id (starting the rendezvous root in this process)
   // and publishes it under key; the others wait for it (bounded by timeout), then all init.
+  // blocking false: the init goes on in the background (config.blocking = 0); waitReady()
+  // before the first call, and rank 0 then removes the key (the caller's business).
   static std::unique_ptr<Comm> viaStore(c10d::Store& store, const std::string& key, int rank,
                                         int size, std::chrono::milliseconds timeout,
-                                        const std::string& name);
+                                        const std::string& name, bool blocking = true);
   // mixcclCommSplit of parent: every rank of parent calls it; color < 0 leaves this rank out
   // (returns nullptr).
   static std::unique_ptr<Comm> split(Comm& parent, int color, int key,
@@ -50,6 +52,9 @@ class Comm {
     check(r, what);
   }
   uint64_t collectiveCalls() const { return collectiveCalls_.load(); }
+  // After a non-blocking init: returns once it finished, throws its error, or a timeout after
+  // timeout. Any thread.
+  void waitReady(std::chrono::milliseconds timeout) const;
   // From any thread: every call blocked on this communicator returns with an error soon after.
   void abort();
   // mixcclCommRevoke, from any thread: this rank's calls on it and those of every rank it

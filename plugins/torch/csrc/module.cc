@@ -23,8 +23,14 @@ PYBIND11_MODULE(_torch_backend, m) {
                              "The communicator's timeout: every wait is bounded by it")
       .def_property_readonly("formed_by", &MixcclBackend::formedBy,
                              "\"split\" (from a parent group) or \"store\" (a new communicator)")
-      .def("p2p_lane_count", &MixcclBackend::p2pLaneCount,
-           "Point-to-point lanes (peer, direction, tag) in use")
+      .def("p2p_comm_count", &MixcclBackend::p2pCommCount,
+           "mixccl communicators the group's point-to-point holds: one on host memory, "
+           "whatever the peers and tags (plus a lane per peer, direction and tag for device "
+           "memory and CUDA tensors)")
+      .def("p2p_inspect", &MixcclBackend::p2pInspect, py::arg("key"),
+           py::call_guard<py::gil_scoped_release>(),
+           "mixcclCommInspect(key) on the group's point-to-point communicator "
+           "(connected_peers, transport.<peer>, ...)")
       .def_property_readonly("pack_below_bytes", &MixcclBackend::packBelowBytes,
                              "Coalesced calls pack their tensors below this many bytes into "
                              "one mixccl call (MIXCCL_TORCH_PACK_BYTES, else chosen by the "
@@ -35,7 +41,7 @@ PYBIND11_MODULE(_torch_backend, m) {
            "Collective calls made on the group's communicator so far")
       .def("revoke", &MixcclBackend::revoke, py::call_guard<py::gil_scoped_release>(),
            "Stops the group's work on this rank and on every rank it reaches "
-           "(mixcclCommRevoke; its point-to-point lanes are aborted, so a peer waiting on a "
+           "(mixcclCommRevoke; its point-to-point communicator is aborted, so a peer waiting on a "
            "transfer with this rank fails at once); then only shrink_group(SHRINK_ABORT) or "
            "destroy")
       .def(

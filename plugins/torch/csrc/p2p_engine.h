@@ -1,0 +1,88 @@
+// Point-to-point traffic of one process group on one communicator of its own, the group's
+// second (its collectives keep theirs, so the two never share an ordered stream): formed when
+// the group is, in the background (a non-blocking init), its pairs connected on first use. Tags
+// are matched inside, as Gloo matches them (p2p_inbox.h): each message goes out behind a small
+// header naming its tag and size, in one group call with it, so a message costs no round trip
+// more than a plain mixcclSend.
+//
+// Threads: one per peer and direction, made on first use. A send that waits for its receiver
+// holds up only later sends to that peer (which are behind it in the stream anyway), so two
+// ranks that each isend a large tensor before their irecv do not deadlock; a receive waits on
+// its own thread, blocked in mixcclRecv, with no polling. The threads share the communicator
+// (mixccl.h allows point-to-point from several threads, one per peer and direction): whichever
+// of them waits moves the bytes of all, so the copies of both directions run on one thread at a
+// time, as in a collective.
+//
+// Host memory only: a group whose adaptor takes device memory, and CUDA tensors, keep the
+// lanes (p2p_lanes.h), whose CUDA ordering this engine does not repeat.
+#pragma once
+
+#include "comm.h"
+#include "p2p_inbox.h"
+#include "worker.h"
+#include "work.h"
+
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace mixccl_torch {
+
+class P2PEngine {
+ public:
+  // Every rank of the group makes it when the group forms (its communicator is the group's).
+  P2PEngine(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
+            std::chrono::milliseconds timeout);
+  ~P2PEngine();  // finishes queued transfers, then frees the threads and the communicator
+
+  c10::intrusive_ptr<MixcclWork> send(const at::Tensor& tensor, int peer, int tag);
+  c10::intrusive_ptr<MixcclWork> recv(const at::Tensor& tensor, int peer, int tag);
+  // From whichever other rank sends with tag first; the Work's sourceRank() names it.
+  c10::intrusive_ptr<MixcclWork> recvAnySource(const at::Tensor& tensor, int tag);
+  // Aborts the communicator: transfers in flight and queued ones fail at once.
+  void abort();
+  // Communicators point-to-point uses (for tests): one, whatever the peers and tags.
+  size_t commCount() const { return comm_ ? 1 : 0; }
+  // mixcclCommInspect on it (docs/inspect.md), once its init finished.
+  std::string inspect(const std::string& key);
+
+ private:
+  struct Peer;
+  Peer& peer(int p);
+  // The communicator, once its background init finished (waits for it the first time).
+  Comm& comm();
+  void checkOpen(const char* opName);
+  void runSend(int peer, const c10::intrusive_ptr<MixcclWork>& work, const at::Tensor& tensor,
+               int tag);
+  // A receive from peer: a kept message, else messages from peer until one is its.
+  void runRecv(int peer, const std::shared_ptr<PendingRecv>& r);
+  // peer's share of a receive from any source: probes until a message from peer arrives (then
+  // reads it) or the receive is taken, times out or is stopped.
+  void probeFor(int peer, const std::shared_ptr<PendingRecv>& r);
+  // The next header from peer and its message, into the receive the inbox picks or kept.
+  void readOne(int peer);
+  std::shared_ptr<PendingRecv> pending(const at::Tensor& tensor, int peer, int tag,
+                                       c10d::OpType type, const char* opName,
+                                       std::chrono::milliseconds workTimeout);
+
+  c10::intrusive_ptr<c10d::Store> store_;
+  int rank_;
+  int size_;
+  std::chrono::milliseconds timeout_;
+  std::unique_ptr<Comm> comm_;
+  std::mutex readyMutex_;
+  std::atomic<bool> ready_{false};
+  P2PInbox inbox_;
+  std::atomic<uint64_t> order_{0};
+  std::atomic<bool> stopping_{false};  // aborted or being destroyed: probes give up
+  std::mutex mutex_;
+  bool aborted_ = false;
+  std::map<int, std::unique_ptr<Peer>> peers_;
+};
+
+}  // namespace mixccl_torch
