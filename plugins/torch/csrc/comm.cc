@@ -77,7 +77,7 @@ std::unique_ptr<Comm> Comm::viaStore(c10d::Store& store, const std::string& key,
   // Every rank has read the id once the init completed. Removing it keeps a later group on the
   // same store (a new init_process_group after destroy_process_group) from reading a stale id.
   if (rank == 0 && blocking) store.deleteKey(key);
-  return std::unique_ptr<Comm>(new Comm(comm, rank, size));
+  return std::unique_ptr<Comm>(new Comm(comm, rank, size, blocking));
 }
 
 std::unique_ptr<Comm> Comm::split(Comm& parent, int color, int key,
@@ -107,11 +107,13 @@ std::unique_ptr<Comm> Comm::shrink(Comm& parent, const std::vector<int>& exclude
   return std::unique_ptr<Comm>(new Comm(child, rank, size));
 }
 
-Comm::Comm(mixcclComm_t comm, int rank, int size) : comm_(comm), rank_(rank), size_(size) {
+Comm::Comm(mixcclComm_t comm, int rank, int size, bool initialised)
+    : comm_(comm), rank_(rank), size_(size) {
   // Asked here without throwing, so that a failure cannot leak the communicator: an adaptor
   // that cannot say is taken as host memory, as the host adaptor's.
   char value[16] = {0};
-  deviceMemory_ = mixcclCommInspect(comm_, "memory", value, sizeof(value)) == mixcclSuccess &&
+  deviceMemory_ = initialised &&
+                  mixcclCommInspect(comm_, "memory", value, sizeof(value)) == mixcclSuccess &&
                   std::strcmp(value, "device") == 0;
 }
 

@@ -82,7 +82,9 @@ class Comm {
   mixcclStream_t stream() const { return stream_; }
 
  private:
-  Comm(mixcclComm_t comm, int rank, int size);
+  // initialised: false while a non-blocking init goes on (nothing is asked of it then; such
+  // a communicator is taken as host memory).
+  Comm(mixcclComm_t comm, int rank, int size, bool initialised = true);
   mixcclComm_t comm_;
   int rank_;
   int size_;
