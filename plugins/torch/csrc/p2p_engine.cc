@@ -66,8 +66,22 @@ P2PEngine::~P2PEngine() {
     entry.second->in.drain();
   }
   peers.clear();
-  // The id is removed once every rank has read it (the init finished): a later group on the
-  // same store must not find it. A group freed before that leaves it to be overwritten.
+  // A group freed right after it formed (and never used for point-to-point) may still be
+  // initialising its communicator: let the init finish rather than cancel it, since every
+  // rank of the group takes part in it (so it ends soon), while a rank that cancels leaves the
+  // others' inits to fail, each at its own pace. A failed or aborted init ends it at once.
+  bool aborted;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    aborted = aborted_;
+  }
+  if (comm_ && !aborted && !ready_.load()) {
+    try {
+      comm();  // removes the id on rank 0 once every rank has read it
+    } catch (...) {
+    }
+  }
+  // Otherwise the id is removed here, so that a later group on the same store cannot find it.
   if (rank_ == 0 && comm_ && !ready_.load()) {
     try {
       store_->deleteKey(kStoreKey);
