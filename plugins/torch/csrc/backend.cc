@@ -19,7 +19,8 @@ MixcclBackend::MixcclBackend(c10::intrusive_ptr<c10d::Store> store, std::unique_
       formedBy_(formedBy),
       p2p_(comm_->deviceMemory()
                ? nullptr
-               : std::make_unique<P2PEngine>(store_, comm_->rank(), comm_->size(), timeout)),
+               : std::make_unique<P2PEngine>(store_, comm_->rank(), comm_->size(), timeout,
+                                             comm_.get())),
       lanes_(std::make_unique<P2PLanes>(store_, comm_->rank(), timeout, comm_->deviceMemory())),
       worker_(std::make_unique<Worker>("mixccl-coll")) {}
 

@@ -125,6 +125,17 @@ Comm::~Comm() {
 void Comm::check(mixcclResult_t r, const char* what) const { throwIfFailed(r, comm_, what); }
 
 void Comm::waitReady(std::chrono::milliseconds timeout) const {
+  waitReady(timeout, [] { return false; });
+}
+
+bool Comm::healthy() const {
+  mixcclResult_t state = mixcclSuccess;
+  return mixcclCommGetAsyncError(comm_, &state) == mixcclSuccess &&
+         (state == mixcclSuccess || state == mixcclInProgress);
+}
+
+bool Comm::waitReady(std::chrono::milliseconds timeout,
+                     const std::function<bool()>& stop) const {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   auto pause = std::chrono::microseconds(50);
   for (;;) {
@@ -132,8 +143,9 @@ void Comm::waitReady(std::chrono::milliseconds timeout) const {
     check(mixcclCommGetAsyncError(comm_, &state), "init");
     if (state != mixcclInProgress) {
       check(state, "init");
-      return;
+      return true;
     }
+    if (stop()) return false;
     if (std::chrono::steady_clock::now() >= deadline)
       C10_THROW_ERROR(DistBackendError, "mixccl init: the communicator was not ready within " +
                                             std::to_string(timeout.count()) + " ms");

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,6 +56,10 @@ class Comm {
   // After a non-blocking init: returns once it finished, throws its error, or a timeout after
   // timeout. Any thread.
   void waitReady(std::chrono::milliseconds timeout) const;
+  // The same, giving up (false) as soon as stop() says so.
+  bool waitReady(std::chrono::milliseconds timeout, const std::function<bool()>& stop) const;
+  // No failure reported on it (mixcclCommGetAsyncError). Any thread.
+  bool healthy() const;
   // From any thread: every call blocked on this communicator returns with an error soon after.
   void abort();
   // mixcclCommRevoke, from any thread: this rank's calls on it and those of every rank it

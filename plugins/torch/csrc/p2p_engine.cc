@@ -46,8 +46,8 @@ struct P2PEngine::Peer {
 };
 
 P2PEngine::P2PEngine(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
-                     std::chrono::milliseconds timeout)
-    : store_(std::move(store)), rank_(rank), size_(size), timeout_(timeout) {
+                     std::chrono::milliseconds timeout, const Comm* group)
+    : store_(std::move(store)), rank_(rank), size_(size), timeout_(timeout), group_(group) {
   // A group of one has no peer to talk to.
   if (size_ > 1)
     comm_ = Comm::viaStore(*store_, kStoreKey, rank_, size_, timeout_, "torch-p2p",
@@ -75,9 +75,14 @@ P2PEngine::~P2PEngine() {
     std::lock_guard<std::mutex> lock(mutex_);
     aborted = aborted_;
   }
+  // Not when the group has failed (a peer died: the init may never end), and never past the
+  // group's timeout.
   if (comm_ && !aborted && !ready_.load()) {
     try {
-      comm();  // removes the id on rank 0 once every rank has read it
+      if (comm_->waitReady(timeout_, [this] { return group_ && !group_->healthy(); })) {
+        if (rank_ == 0) store_->deleteKey(kStoreKey);
+        ready_.store(true);
+      }
     } catch (...) {
     }
   }

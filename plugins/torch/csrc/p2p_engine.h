@@ -36,8 +36,10 @@ namespace mixccl_torch {
 class P2PEngine {
  public:
   // Every rank of the group makes it when the group forms (its communicator is the group's).
+  // group: the group's communicator (outlives this): freed while the init goes on, the engine
+  // waits for it only while group is healthy.
   P2PEngine(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
-            std::chrono::milliseconds timeout);
+            std::chrono::milliseconds timeout, const Comm* group = nullptr);
   ~P2PEngine();  // finishes queued transfers, then frees the threads and the communicator
 
   c10::intrusive_ptr<MixcclWork> send(const at::Tensor& tensor, int peer, int tag);
@@ -74,6 +76,7 @@ class P2PEngine {
   int rank_;
   int size_;
   std::chrono::milliseconds timeout_;
+  const Comm* group_;
   std::unique_ptr<Comm> comm_;
   std::mutex readyMutex_;
   std::atomic<bool> ready_{false};
