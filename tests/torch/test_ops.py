@@ -461,13 +461,13 @@ class TestMixcclOps(MixcclTestCase):
             ops = [dist.P2POp(dist.isend, big, peer), dist.P2POp(dist.irecv, got, peer)]
             for w in dist.batch_isend_irecv(ops):
                 w.wait()
-            self.assertEqual(self.mixccl_backend().p2p_comm_count(), 1)
+            self.assertEqual(self.mixccl_backend().p2p_comm_count(), 2)
         dist.barrier()
         dist.destroy_process_group()
 
-    def test_p2p_one_communicator_whatever_the_tags(self):
-        # Point-to-point of a group goes through one communicator, whatever the peers and tags
-        # (tags are matched inside): rank 0 exchanges five tags with each other rank, receiving
+    def test_p2p_two_communicators_whatever_the_peers_and_tags(self):
+        # Point-to-point of a group goes through two communicators (one per direction),
+        # whatever the peers and tags (tags are matched inside): rank 0 exchanges five tags with each other rank, receiving
         # them in the reverse of the order they were sent, so most messages arrive before their
         # receive is posted and wait for it while the later tags go by.
         self.init_pg()
@@ -502,10 +502,16 @@ class TestMixcclOps(MixcclTestCase):
                 dist.recv(big, peer, tag=1)
                 self.assertEqual((small[0].item(), big[0].item(), big[-1].item()), (2.0, 1.0, 1.0))
         backend = self.mixccl_backend()
-        self.assertEqual(backend.p2p_comm_count(), 1)
-        # Its pairs connect on first use: rank 0 talked to every rank, the others to rank 0.
-        if backend.p2p_inspect("connect") == "lazy":
-            self.assertEqual(backend.p2p_inspect("connected_peers"), str(len(peers)))
+        self.assertEqual(backend.p2p_comm_count(), 2)  # one per direction, whatever the tags
+        # Their pairs connect on first use: rank 0 talked to every rank both ways, the others
+        # to rank 0, in each direction's communicator.
+        for direction in (0, 1):
+            if backend.p2p_inspect("connect", direction) == "lazy":
+                self.assertEqual(backend.p2p_inspect("connected_peers", direction),
+                                 str(len(peers)))
+        with self.assertRaisesRegex(RuntimeError, r"mixccl: direction must be 0 \(to higher "
+                                    r"ranks\) or 1 \(to lower ranks\), not 2"):
+            backend.p2p_inspect("connect", 2)
         dist.barrier()
         dist.destroy_process_group()
 

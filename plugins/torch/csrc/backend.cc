@@ -208,11 +208,11 @@ std::string MixcclBackend::inspect(const std::string& key) const {
   return comm_->inspect(key);
 }
 
-std::string MixcclBackend::p2pInspect(const std::string& key) {
+std::string MixcclBackend::p2pInspect(const std::string& key, int direction) {
   checkOpen("inspect");
   TORCH_CHECK(p2p_, "mixccl: this group's point-to-point runs on lanes (device memory), not "
-              "on one communicator");
-  return p2p_->inspect(key);
+              "on the group's point-to-point communicators");
+  return p2p_->inspect(key, direction);
 }
 
 }  // namespace mixccl_torch

@@ -117,13 +117,14 @@ class MixcclBackend : public c10d::Backend {
   std::string adaptor() const;
   // mixcclCommInspect on the group's communicator (docs/inspect.md).
   std::string inspect(const std::string& key) const;
-  // Communicators point-to-point holds: the group's one (host memory), plus the lanes of
-  // device memory and CUDA tensors (p2p_lanes.h).
+  // Communicators point-to-point holds: the group's two (host memory, one per direction),
+  // plus the lanes of device memory and CUDA tensors (p2p_lanes.h).
   size_t p2pCommCount() {
     return (p2p_ ? p2p_->commCount() : 0) + (lanes_ ? lanes_->laneCount() : 0);
   }
-  // mixcclCommInspect on the point-to-point communicator.
-  std::string p2pInspect(const std::string& key);
+  // mixcclCommInspect on a point-to-point communicator (direction 0: messages to higher
+  // ranks and from lower ones; 1: the others).
+  std::string p2pInspect(const std::string& key, int direction);
   int timeoutSeconds() const;
   // "split" (mixcclCommSplit of a parent group), "shrink" (mixcclCommShrink of one) or "store"
   // (a new communicator).

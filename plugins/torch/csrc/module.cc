@@ -24,13 +24,14 @@ PYBIND11_MODULE(_torch_backend, m) {
       .def_property_readonly("formed_by", &MixcclBackend::formedBy,
                              "\"split\" (from a parent group) or \"store\" (a new communicator)")
       .def("p2p_comm_count", &MixcclBackend::p2pCommCount,
-           "mixccl communicators the group's point-to-point holds: one on host memory, "
-           "whatever the peers and tags (plus a lane per peer, direction and tag for device "
-           "memory and CUDA tensors)")
-      .def("p2p_inspect", &MixcclBackend::p2pInspect, py::arg("key"),
+           "mixccl communicators the group's point-to-point holds: two on host memory "
+           "(one per direction), whatever the peers and tags (plus a lane per peer, "
+           "direction and tag for device memory and CUDA tensors)")
+      .def("p2p_inspect", &MixcclBackend::p2pInspect, py::arg("key"), py::arg("direction") = 0,
            py::call_guard<py::gil_scoped_release>(),
-           "mixcclCommInspect(key) on the group's point-to-point communicator "
-           "(connected_peers, transport.<peer>, ...)")
+           "mixcclCommInspect(key) on one of the group's point-to-point communicators "
+           "(connected_peers, transport.<peer>, ...): direction 0 carries the messages from "
+           "lower to higher ranks, 1 those from higher to lower ranks")
       .def_property_readonly("pack_below_bytes", &MixcclBackend::packBelowBytes,
                              "Coalesced calls pack their tensors below this many bytes into "
                              "one mixccl call (MIXCCL_TORCH_PACK_BYTES, else chosen by the "

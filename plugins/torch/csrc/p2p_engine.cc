@@ -16,7 +16,7 @@ struct Header {
   uint64_t bytes;
 };
 constexpr uint32_t kMagic = 0x6d703270;  // "mp2p"
-const char* const kStoreKey = "mixccl/p2p-uid";
+const std::string kStoreKey = "mixccl/p2p-uid-";
 
 std::exception_ptr backendError(const std::string& msg) {
   try {
@@ -50,8 +50,9 @@ P2PEngine::P2PEngine(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
     : store_(std::move(store)), rank_(rank), size_(size), timeout_(timeout), group_(group) {
   // A group of one has no peer to talk to.
   if (size_ > 1)
-    comm_ = Comm::viaStore(*store_, kStoreKey, rank_, size_, timeout_, "torch-p2p",
-                           /*blocking=*/false);
+    for (int d = 0; d < kDirections; ++d)
+      directions_[d].comm = Comm::viaStore(*store_, kStoreKey + std::to_string(d), rank_, size_,
+                                           timeout_, "torch-p2p", /*blocking=*/false);
 }
 
 P2PEngine::~P2PEngine() {
@@ -77,23 +78,26 @@ P2PEngine::~P2PEngine() {
   }
   // Not when the group has failed (a peer died: the init may never end), and never past the
   // group's timeout.
-  if (comm_ && !aborted && !ready_.load()) {
-    try {
-      if (comm_->waitReady(timeout_, [this] { return group_ && !group_->healthy(); })) {
-        if (rank_ == 0) store_->deleteKey(kStoreKey);
-        ready_.store(true);
+  for (int i = 0; i < kDirections; ++i) {
+    Direction& d = directions_[i];
+    if (d.comm && !aborted && !d.ready.load()) {
+      try {
+        if (d.comm->waitReady(timeout_, [this] { return group_ && !group_->healthy(); })) {
+          if (rank_ == 0) store_->deleteKey(kStoreKey + std::to_string(i));
+          d.ready.store(true);
+        }
+      } catch (...) {
       }
-    } catch (...) {
     }
-  }
-  // Otherwise the id is removed here, so that a later group on the same store cannot find it.
-  if (rank_ == 0 && comm_ && !ready_.load()) {
-    try {
-      store_->deleteKey(kStoreKey);
-    } catch (...) {
+    // Otherwise the id is removed here, so that a later group on the same store cannot find it.
+    if (rank_ == 0 && d.comm && !d.ready.load()) {
+      try {
+        store_->deleteKey(kStoreKey + std::to_string(i));
+      } catch (...) {
+      }
     }
+    d.comm.reset();
   }
-  comm_.reset();
 }
 
 P2PEngine::Peer& P2PEngine::peer(int p) {
@@ -103,20 +107,27 @@ P2PEngine::Peer& P2PEngine::peer(int p) {
   return *it->second;
 }
 
-Comm& P2PEngine::comm() {
-  if (ready_.load()) return *comm_;
-  std::lock_guard<std::mutex> lock(readyMutex_);
-  if (!ready_.load()) {
-    comm_->waitReady(timeout_);
-    if (rank_ == 0) store_->deleteKey(kStoreKey);
-    ready_.store(true);
+Comm& P2PEngine::ready(Direction& d, int index) {
+  if (d.ready.load()) return *d.comm;
+  std::lock_guard<std::mutex> lock(d.readyMutex);
+  if (!d.ready.load()) {
+    d.comm->waitReady(timeout_);
+    if (rank_ == 0) store_->deleteKey(kStoreKey + std::to_string(index));
+    d.ready.store(true);
   }
-  return *comm_;
+  return *d.comm;
 }
 
-std::string P2PEngine::inspect(const std::string& key) {
-  TORCH_CHECK(comm_, "mixccl: a group of one has no point-to-point communicator");
-  return comm().inspect(key);
+Comm& P2PEngine::comm(int from, int to) {
+  const int index = from < to ? 0 : 1;
+  return ready(directions_[index], index);
+}
+
+std::string P2PEngine::inspect(const std::string& key, int direction) {
+  TORCH_CHECK(directions_[0].comm, "mixccl: a group of one has no point-to-point communicator");
+  TORCH_CHECK(direction == 0 || direction == 1, "mixccl: direction must be 0 (to higher ranks) "
+              "or 1 (to lower ranks), not ", direction);
+  return ready(directions_[direction], direction).inspect(key);
 }
 
 void P2PEngine::checkOpen(const char* opName) {
@@ -138,7 +149,7 @@ void P2PEngine::runSend(int peerRank, const c10::intrusive_ptr<MixcclWork>& work
                         const at::Tensor& tensor, int tag) {
   try {
     checkOpen("send");
-    Comm& c = comm();
+    Comm& c = comm(rank_, peerRank);
     at::Tensor buf = tensor.contiguous();
     Header h{kMagic, tag, static_cast<uint64_t>(buf.nbytes())};
     // One group: the header and the message leave together, one wait for both. Bytes, not
@@ -207,7 +218,7 @@ void P2PEngine::runRecv(int peerRank, const std::shared_ptr<PendingRecv>& r) {
 }
 
 void P2PEngine::readOne(int peerRank) {
-  Comm& c = comm();
+  Comm& c = comm(peerRank, rank_);
   Header h{};
   c.check(mixcclRecv(&h, sizeof(h), mixcclUint8, peerRank, c.get(), nullptr), "recv");
   TORCH_CHECK(h.magic == kMagic, "mixccl recv: rank ", peerRank, " sent a message without a "
@@ -281,7 +292,7 @@ void P2PEngine::probeFor(int peerRank, const std::shared_ptr<PendingRecv>& r) {
                                            "aborted or shut down"));
         return;
       }
-      Comm& c = comm();
+      Comm& c = comm(peerRank, rank_);
       int flag = 0;
       size_t bytes = 0;
       c.check(mixcclIprobe(peerRank, &flag, &bytes, c.get()), "recv (any source)");
@@ -311,7 +322,8 @@ void P2PEngine::abort() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (aborted_) return;
   aborted_ = true;
-  if (comm_) comm_->abort();
+  for (Direction& d : directions_)
+    if (d.comm) d.comm->abort();
 }
 
 }  // namespace mixccl_torch

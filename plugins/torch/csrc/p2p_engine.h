@@ -1,17 +1,19 @@
-// Point-to-point traffic of one process group on one communicator of its own, the group's
-// second (its collectives keep theirs, so the two never share an ordered stream): formed when
-// the group is, in the background (a non-blocking init), its pairs connected on first use. Tags
-// are matched inside, as Gloo matches them (p2p_inbox.h): each message goes out behind a small
-// header naming its tag and size, in one group call with it, so a message costs no round trip
-// more than a plain mixcclSend.
+// Point-to-point traffic of one process group on two communicators of its own, besides the
+// group's (its collectives keep theirs, so the two never share an ordered stream): the messages
+// from a lower to a higher rank go on the first, the others on the second, so the two
+// directions between a pair have a progress of their own (one waiting thread moves the bytes of
+// a communicator, proxy.h: with one communicator, 64 MiB each way over sockets took 0.65x the
+// time of the earlier lanes). Formed when the group is, in the background (non-blocking
+// inits), their pairs connected on first use. Tags are matched inside, as Gloo matches them
+// (p2p_inbox.h): each message goes out behind a small header naming its tag and size, in one
+// group call with it, so a message costs no round trip more than a plain mixcclSend.
 //
 // Threads: one per peer and direction, made on first use. A send that waits for its receiver
 // holds up only later sends to that peer (which are behind it in the stream anyway), so two
 // ranks that each isend a large tensor before their irecv do not deadlock; a receive waits on
-// its own thread, blocked in mixcclRecv, with no polling. The threads share the communicator
-// (mixccl.h allows point-to-point from several threads, one per peer and direction): whichever
-// of them waits moves the bytes of all, so the copies of both directions run on one thread at a
-// time, as in a collective.
+// its own thread, blocked in mixcclRecv, with no polling. The threads of one direction share
+// its communicator (mixccl.h allows point-to-point from several threads, one per peer and
+// direction): whichever of them waits moves the bytes of all.
 //
 // Host memory only: a group whose adaptor takes device memory, and CUDA tensors, keep the
 // lanes (p2p_lanes.h), whose CUDA ordering this engine does not repeat.
@@ -49,15 +51,17 @@ class P2PEngine {
   // Aborts the communicator: transfers in flight and queued ones fail at once.
   void abort();
   // Communicators point-to-point uses (for tests): one, whatever the peers and tags.
-  size_t commCount() const { return comm_ ? 1 : 0; }
-  // mixcclCommInspect on it (docs/inspect.md), once its init finished.
-  std::string inspect(const std::string& key);
+  size_t commCount() const { return directions_[0].comm ? kDirections : 0; }
+  // mixcclCommInspect on the communicator of one direction (0: lower to higher ranks, 1: the
+  // others; docs/inspect.md), once its init finished.
+  std::string inspect(const std::string& key, int direction);
 
  private:
   struct Peer;
   Peer& peer(int p);
-  // The communicator, once its background init finished (waits for it the first time).
-  Comm& comm();
+  // The communicator of messages from rank `from` to rank `to`, once its background init
+  // finished (waits for it the first time).
+  Comm& comm(int from, int to);
   void checkOpen(const char* opName);
   void runSend(int peer, const c10::intrusive_ptr<MixcclWork>& work, const at::Tensor& tensor,
                int tag);
@@ -77,9 +81,16 @@ class P2PEngine {
   int size_;
   std::chrono::milliseconds timeout_;
   const Comm* group_;
-  std::unique_ptr<Comm> comm_;
-  std::mutex readyMutex_;
-  std::atomic<bool> ready_{false};
+  // Messages from a lower to a higher rank go on the first, the others on the second: the two
+  // directions of a pair have a communicator each, so each has its own progress.
+  static constexpr int kDirections = 2;
+  struct Direction {
+    std::unique_ptr<Comm> comm;
+    std::mutex readyMutex;
+    std::atomic<bool> ready{false};
+  };
+  Direction directions_[kDirections];
+  Comm& ready(Direction& d, int index);
   P2PInbox inbox_;
   std::atomic<uint64_t> order_{0};
   std::atomic<bool> stopping_{false};  // aborted or being destroyed: probes give up
