@@ -206,6 +206,9 @@ class Proxy : private TransportEvents {
   // How often a waiting call looks at how much moved with each peer it waits for: the idle
   // times a timeout reports need no finer grain.
   static constexpr std::chrono::milliseconds kSampleEvery{10};
+  // Spinning rounds per look at the clock and the deadline (wait()) and at the fds when
+  // everything arrives through poll() (progressOnce()).
+  static constexpr unsigned kSpinStride = 8;
   Clock::time_point nextSample_{};
   std::vector<uint64_t> progressScratch_;  // sampleProgress(): per peer
   Clock::duration reportLead_;             // waiting notices go out this long before a deadline

@@ -515,6 +515,36 @@ class TestMixcclOps(MixcclTestCase):
         dist.barrier()
         dist.destroy_process_group()
 
+    def test_p2p_lanes_when_asked(self):
+        # MIXCCL_TORCH_P2P=lanes: the earlier lanes, a communicator per peer, direction and tag
+        # (so the count grows with the tags: 2 ranks x 3 tags, both ways), same results.
+        os.environ["MIXCCL_TORCH_P2P"] = "lanes"
+        try:
+            self.init_pg()
+        finally:
+            del os.environ["MIXCCL_TORCH_P2P"]
+        if self.rank < 2:
+            peer = 1 - self.rank
+            for tag in range(3):
+                got = torch.empty(4)
+                ops = [dist.P2POp(dist.isend, torch.full((4,), float(10 * self.rank + tag)), peer,
+                                  tag=tag), dist.P2POp(dist.irecv, got, peer, tag=tag)]
+                for w in dist.batch_isend_irecv(ops):
+                    w.wait()
+                self.assertEqual(got.tolist(), [float(10 * peer + tag)] * 4)
+            self.assertEqual(self.mixccl_backend().p2p_comm_count(), 6)
+        dist.barrier()
+        dist.destroy_process_group()
+
+    def test_p2p_setting_refused(self):
+        os.environ["MIXCCL_TORCH_P2P"] = "sometimes"
+        try:
+            with self.assertRaisesRegex(RuntimeError, "mixccl: MIXCCL_TORCH_P2P=sometimes is not "
+                                        "one of group, lanes"):
+                self.init_pg()
+        finally:
+            del os.environ["MIXCCL_TORCH_P2P"]
+
     def test_receive_lanes_forming_first_do_not_block_send_lanes(self):
         # Both ranks post a receive before their send, with a new tag, so on each rank the
         # receiving lane waits for its peer's unique id while the sending lane must publish its

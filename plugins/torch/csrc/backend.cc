@@ -17,7 +17,7 @@ MixcclBackend::MixcclBackend(c10::intrusive_ptr<c10d::Store> store, std::unique_
       packSetting_(packSetting),
       pack_(packBoundFor(packSetting, comm_->shmSlotBytes())),
       formedBy_(formedBy),
-      p2p_(comm_->deviceMemory()
+      p2p_(comm_->deviceMemory() || !p2pOnGroupCommunicators()
                ? nullptr
                : std::make_unique<P2PEngine>(store_, comm_->rank(), comm_->size(), timeout,
                                              comm_.get())),
@@ -33,6 +33,7 @@ c10::intrusive_ptr<MixcclBackend> MixcclBackend::create(
               " is not in a group of size ", size);
   // Before the communicator: a bad value fails every rank alike, before any of them waits.
   std::optional<size_t> packSetting = packBelowBytesSetting();
+  p2pOnGroupCommunicators();
   std::unique_ptr<Comm> comm =
       Comm::viaStore(*store, "mixccl/uid", rank, size, timeout, "torch");
   return c10::make_intrusive<MixcclBackend>(store, std::move(comm), timeout, packSetting);

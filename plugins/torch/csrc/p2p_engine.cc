@@ -2,6 +2,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -44,6 +45,14 @@ struct P2PEngine::Peer {
   explicit Peer(int p)
       : out("mixccl>" + std::to_string(p)), in("mixccl<" + std::to_string(p)) {}
 };
+
+bool p2pOnGroupCommunicators() {
+  const char* raw = std::getenv("MIXCCL_TORCH_P2P");
+  const std::string value = raw ? raw : "";
+  TORCH_CHECK(value.empty() || value == "group" || value == "lanes", "mixccl: MIXCCL_TORCH_P2P=",
+              value, " is not one of group, lanes");
+  return value != "lanes";
+}
 
 P2PEngine::P2PEngine(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
                      std::chrono::milliseconds timeout, const Comm* group)

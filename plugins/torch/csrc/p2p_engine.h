@@ -35,6 +35,12 @@
 
 namespace mixccl_torch {
 
+// MIXCCL_TORCH_P2P: "group" (unset: the default) runs host point-to-point on this engine,
+// "lanes" on the lanes as device memory does (a communicator per peer, direction and tag: more
+// descriptors and threads, and on this machine's loopback sockets small messages faster).
+// Throws, naming the value, on anything else.
+bool p2pOnGroupCommunicators();
+
 class P2PEngine {
  public:
   // Every rank of the group makes it when the group forms (its communicator is the group's).
