@@ -37,7 +37,7 @@ namespace mixccl_torch {
 
 // MIXCCL_TORCH_P2P: "group" (unset: the default) runs host point-to-point on this engine,
 // "lanes" on the lanes as device memory does (a communicator per peer, direction and tag: more
-// descriptors and threads, and on this machine's loopback sockets small messages faster).
+// descriptors and threads, and a few microseconds less per small message, docs/scale.md).
 // Throws, naming the value, on anything else.
 bool p2pOnGroupCommunicators();
 
