@@ -200,24 +200,29 @@ c10::intrusive_ptr<MixcclWork> P2PEngine::recv(const at::Tensor& tensor, int pee
   return r->work;
 }
 
+bool P2PEngine::finishFromKept(PendingRecv& r) {
+  at::Tensor payload;
+  int from = -1;
+  size_t bytes = 0;
+  switch (inbox_.takeKept(r, &payload, &from, &bytes)) {
+    case P2PInbox::Kept::Taken:
+      if (bytes) std::memcpy(r.buffer.data_ptr(), payload.data_ptr(), bytes);
+      r.finish(from);
+      return true;
+    case P2PInbox::Kept::Mismatch:
+      r.work->markFailed(sizeError(r, from, bytes));
+      return true;
+    case P2PInbox::Kept::None:
+      break;
+  }
+  return false;
+}
+
 void P2PEngine::runRecv(int peerRank, const std::shared_ptr<PendingRecv>& r) {
   try {
     if (r->claimed.load()) return;  // an earlier receive's reading took its message
     checkOpen("recv");
-    at::Tensor payload;
-    int from = -1;
-    size_t bytes = 0;
-    switch (inbox_.takeKept(*r, &payload, &from, &bytes)) {
-      case P2PInbox::Kept::Taken:
-        if (bytes) std::memcpy(r->buffer.data_ptr(), payload.data_ptr(), bytes);
-        r->finish(from);
-        return;
-      case P2PInbox::Kept::Mismatch:
-        r->work->markFailed(sizeError(*r, from, bytes));
-        return;
-      case P2PInbox::Kept::None:
-        break;
-    }
+    if (finishFromKept(*r)) return;
     // Blocked in mixcclRecv on the next header: no polling. Messages of other tags met on the
     // way go to their receives or are kept.
     while (!r->claimed.load()) readOne(peerRank);
@@ -270,20 +275,7 @@ c10::intrusive_ptr<MixcclWork> P2PEngine::recvAnySource(const at::Tensor& tensor
   std::shared_ptr<PendingRecv> r = pending(tensor, -1, tag, c10d::OpType::RECVANYSOURCE, opName,
                                            timeout_ + std::chrono::seconds(1));
   inbox_.post(r);
-  at::Tensor payload;
-  int from = -1;
-  size_t bytes = 0;
-  switch (inbox_.takeKept(*r, &payload, &from, &bytes)) {
-    case P2PInbox::Kept::Taken:
-      if (bytes) std::memcpy(r->buffer.data_ptr(), payload.data_ptr(), bytes);
-      r->finish(from);
-      return r->work;
-    case P2PInbox::Kept::Mismatch:
-      r->work->markFailed(sizeError(*r, from, bytes));
-      return r->work;
-    case P2PInbox::Kept::None:
-      break;
-  }
+  if (finishFromKept(*r)) return r->work;
   for (int p = 0; p < size_; ++p)
     if (p != rank_) peer(p).in.submit([this, p, r] { probeFor(p, r); });
   return r->work;

@@ -71,6 +71,8 @@ class P2PEngine {
   void checkOpen(const char* opName);
   void runSend(int peer, const c10::intrusive_ptr<MixcclWork>& work, const at::Tensor& tensor,
                int tag);
+  // A kept message for r, taken (or r failed: its size differs); false when none is kept.
+  bool finishFromKept(PendingRecv& r);
   // A receive from peer: a kept message, else messages from peer until one is its.
   void runRecv(int peer, const std::shared_ptr<PendingRecv>& r);
   // peer's share of a receive from any source: probes until a message from peer arrives (then
