@@ -1,6 +1,6 @@
 // The matching side of a group's point-to-point (p2p_engine.h), the way Gloo matches: every
-// message between two ranks travels in one ordered stream of the group's communicator behind a
-// header that names its tag, and the inbox decides which receive takes it: the earliest posted
+// message from one rank to another travels in one ordered stream (of the communicator of that
+// direction) behind a header that names its tag, and the inbox decides which receive takes it: the earliest posted
 // receive of that (source, tag), or of that tag from any source. A message no receive waits for
 // yet is kept (its bytes copied out of the stream, so that the messages behind it, of other
 // tags, can arrive) until a receive of its source and tag takes it, in arrival order.
