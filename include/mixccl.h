@@ -125,6 +125,8 @@ typedef struct mixcclConfig_v1 {
   const char* adaptor;   /* device adaptor: "host" (default); see MIXCCL_ADAPTOR */
   int nsocksPerPeer;     /* TCP connections to each peer served by sockets, 1..16; default
                             MIXCCL_NSOCKS_PERPEER, else 1 on the same host and 2 across hosts */
+  const char* connect;   /* when pairs connect: "auto", "eager" (at init) or "lazy" (on first
+                            use), as MIXCCL_CONNECT, which it overrides; every rank must agree */
 } mixcclConfig_t;
 
 #define MIXCCL_CONFIG_MAGIC 0x6d697863u /* "mixc" */
@@ -132,7 +134,8 @@ typedef struct mixcclConfig_v1 {
   {                                                                                        \
     sizeof(mixcclConfig_t), MIXCCL_CONFIG_MAGIC, MIXCCL_VERSION_CODE,                      \
         MIXCCL_CONFIG_UNDEF_INT, MIXCCL_CONFIG_UNDEF_INT, MIXCCL_CONFIG_UNDEF_PTR,         \
-        MIXCCL_CONFIG_UNDEF_PTR, MIXCCL_CONFIG_UNDEF_PTR, MIXCCL_CONFIG_UNDEF_INT          \
+        MIXCCL_CONFIG_UNDEF_PTR, MIXCCL_CONFIG_UNDEF_PTR, MIXCCL_CONFIG_UNDEF_INT,         \
+        MIXCCL_CONFIG_UNDEF_PTR                                                            \
   }
 
 /* Version of the library that is loaded, as MIXCCL_VERSION_CODE. */

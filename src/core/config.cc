@@ -19,6 +19,7 @@ Result resolveConfig(const mixcclConfig_t* config, CommConfig* out) {
     c.netSource = "MIXCCL_NET";
   }
   if (!env().adaptor.empty()) c.adaptor = env().adaptor;
+  c.connect = env().connect;
   if (config) {
     if (config->magic != MIXCCL_CONFIG_MAGIC || config->size < sizeof(size_t) + 2 * sizeof(unsigned))
       return raiseError(mixcclInvalidArgument,
@@ -50,6 +51,14 @@ Result resolveConfig(const mixcclConfig_t* config, CommConfig* out) {
         return raiseError(mixcclInvalidArgument, "config.nsocksPerPeer must be in [1, 16], got %d",
                           config->nsocksPerPeer);
       c.nsocksPerPeer = config->nsocksPerPeer;
+    }
+    if (MIXCCL_HAS(connect) && config->connect) {
+      const std::string mode = config->connect;
+      if (mode != "auto" && mode != "eager" && mode != "lazy")
+        return raiseError(mixcclInvalidArgument, "config.connect must be one of auto, eager, "
+                          "lazy, got '%s'", config->connect);
+      c.connect = mode;
+      c.connectSource = "config.connect";
     }
 #undef MIXCCL_HAS
   }

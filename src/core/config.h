@@ -20,6 +20,10 @@ struct CommConfig {
   std::string netSource = "default";  // "MIXCCL_NET", "config.netName" or "default"
   std::string commName;
   std::string adaptor;  // empty: detected at init (nccl with a usable GPU, else host)
+  // "auto", "eager" or "lazy" (core/connect_mode.h); from MIXCCL_CONNECT (not checked here: an
+  // invalid value fails every rank at once after the peer exchange) or config.connect.
+  std::string connect = "auto";
+  std::string connectSource = "MIXCCL_CONNECT";
 };
 
 // Defaults from the environment, then the fields config defines (config may be NULL).

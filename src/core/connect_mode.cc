@@ -1,6 +1,5 @@
 #include "core/connect_mode.h"
 
-#include "base/env.h"
 #include "base/error.h"
 #include "core/comm_topology.h"
 
@@ -26,7 +25,10 @@ struct ConnectFacts {
 bool decideLazy(const Comm* comm, const ConnectFacts& f, std::string* why) {
   const int rank = comm->rank;
   const std::string& net = comm->config.netName;
-  std::string asked = std::string("MIXCCL_CONNECT=") + modeName(f.asked);
+  // Named after where this rank's own setting came from (MIXCCL_CONNECT or config.connect).
+  const std::string source = f.askedBy < 0 || f.askedBy == rank ? comm->config.connectSource
+                                                                  : std::string("MIXCCL_CONNECT");
+  std::string asked = source + "=" + modeName(f.asked);
   if (f.askedBy >= 0 && f.askedBy != rank)
     asked += " (set on " + comm->peerName(f.askedBy) + ", not here)";
   if (f.asked == kConnectEager) {
@@ -59,7 +61,7 @@ bool decideLazy(const Comm* comm, const ConnectFacts& f, std::string* why) {
 }  // namespace
 
 void describeConnectRequest(const Comm* comm, PeerInfo* mine) {
-  const std::string& mode = env().connect;
+  const std::string& mode = comm->config.connect;
   if (mode != "auto" && mode != "eager" && mode != "lazy") {
     // Not an error yet: agreeConnectMode fails it on every rank once the table is exchanged.
     mine->connectAsked = kConnectInvalid;
@@ -82,7 +84,7 @@ Result agreeConnectMode(const Comm* comm, bool* lazy, std::string* why) {
   const int rank = comm->rank;
   if (peers[rank].connectAsked == kConnectInvalid)
     return raiseError(mixcclInvalidArgument, "rank %d: MIXCCL_CONNECT='%s' is not one of auto, "
-                      "eager, lazy", rank, env().connect.c_str());
+                      "eager, lazy", rank, comm->config.connect.c_str());
   for (int p = 0; p < (int)peers.size(); ++p)
     if (peers[p].connectAsked == kConnectInvalid)
       return raiseError(mixcclInvalidArgument, "rank %d: %s set MIXCCL_CONNECT to a value that is "

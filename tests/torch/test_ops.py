@@ -503,12 +503,13 @@ class TestMixcclOps(MixcclTestCase):
                 self.assertEqual((small[0].item(), big[0].item(), big[-1].item()), (2.0, 1.0, 1.0))
         backend = self.mixccl_backend()
         self.assertEqual(backend.p2p_comm_count(), 2)  # one per direction, whatever the tags
-        # Their pairs connect on first use: rank 0 talked to every rank both ways, the others
-        # to rank 0, in each direction's communicator.
+        # Their pairs connect on first use (config.connect, whatever MIXCCL_CONNECT says: at
+        # these sizes it would connect every pair at init): rank 0 talked to every rank both
+        # ways, the others to rank 0, in each direction's communicator.
         for direction in (0, 1):
-            if backend.p2p_inspect("connect", direction) == "lazy":
-                self.assertEqual(backend.p2p_inspect("connected_peers", direction),
-                                 str(len(peers)))
+            self.assertEqual(backend.p2p_inspect("connect", direction), "lazy")
+            self.assertEqual(backend.p2p_inspect("connect_why", direction), "config.connect=lazy")
+            self.assertEqual(backend.p2p_inspect("connected_peers", direction), str(len(peers)))
         with self.assertRaisesRegex(RuntimeError, r"mixccl: direction must be 0 \(to higher "
                                     r"ranks\) or 1 \(to lower ranks\), not 2"):
             backend.p2p_inspect("connect", 2)

@@ -180,6 +180,24 @@ TEST(Config, RejectsBadValues) {
   cfg = MIXCCL_CONFIG_INITIALIZER;
   cfg.blocking = 2;
   EXPECT_EQ(resolveConfig(&cfg, &c), mixcclInvalidArgument);
+  cfg = MIXCCL_CONFIG_INITIALIZER;
+  cfg.connect = "sometimes";
+  EXPECT_EQ(resolveConfig(&cfg, &c), mixcclInvalidArgument);
+  EXPECT_EQ(threadLastError(), "config.connect must be one of auto, eager, lazy, got 'sometimes'");
+}
+
+// config.connect overrides MIXCCL_CONNECT (unset here: "auto") and says where it came from.
+TEST(Config, ConnectFromTheConfig) {
+  CommConfig c;
+  ASSERT_EQ(resolveConfig(nullptr, &c), mixcclSuccess);
+  EXPECT_EQ(c.connectSource, "MIXCCL_CONNECT");
+  for (const char* mode : {"auto", "eager", "lazy"}) {
+    mixcclConfig_t cfg = MIXCCL_CONFIG_INITIALIZER;
+    cfg.connect = mode;
+    ASSERT_EQ(resolveConfig(&cfg, &c), mixcclSuccess) << mode;
+    EXPECT_EQ(c.connect, mode);
+    EXPECT_EQ(c.connectSource, "config.connect");
+  }
 }
 
 TEST(Args, ChecksTypesOpsRanksBuffersAndStreams) {

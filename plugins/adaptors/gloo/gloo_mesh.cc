@@ -6,6 +6,7 @@
 #include <gloo/transport/address.h>
 #include <gloo/transport/context.h>
 #include <gloo/transport/tcp/device.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -28,9 +29,24 @@ std::string hostName() {
   return buf;
 }
 
+// Gloo's TCP pairs write with writev, which raises SIGPIPE when the peer has gone; its default
+// action ends this rank before Gloo can report the broken pair (a gloo rank died so, exit
+// status 141, when a peer was killed mid-collective). PyTorch's Python ignores SIGPIPE, which
+// is where Gloo usually runs. So a program that left SIGPIPE at its default gets it ignored
+// (writes then fail with EPIPE, which Gloo reports); one that installed a handler keeps it.
+void ignoreSigpipeIfDefault() {
+  struct sigaction old {};
+  if (sigaction(SIGPIPE, nullptr, &old) != 0 || old.sa_handler != SIG_DFL) return;
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGPIPE, &ignore, nullptr);
+}
+
 }  // namespace
 
 std::shared_ptr<gloo::transport::Device> createTcpDevice() {
+  ignoreSigpipeIfDefault();
   gloo::transport::tcp::attr attr;
   const char* ifname = std::getenv("MIXCCL_GLOO_IFNAME");
   const char* host = std::getenv("MIXCCL_GLOO_HOSTNAME");

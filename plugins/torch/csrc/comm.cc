@@ -54,7 +54,8 @@ void waitForKey(c10d::Store& store, const std::string& key, std::chrono::millise
 
 std::unique_ptr<Comm> Comm::viaStore(c10d::Store& store, const std::string& key, int rank,
                                      int size, std::chrono::milliseconds timeout,
-                                     const std::string& name, bool blocking) {
+                                     const std::string& name, bool blocking,
+                                     const char* connect) {
   mixcclUniqueId id;
   if (rank == 0) {
     throwIfFailed(mixcclGetUniqueId(&id), nullptr, "getUniqueId");
@@ -70,6 +71,7 @@ std::unique_ptr<Comm> Comm::viaStore(c10d::Store& store, const std::string& key,
   }
   mixcclConfig_t cfg = configFor(timeout, name);
   cfg.blocking = blocking ? 1 : 0;
+  cfg.connect = connect;
   mixcclComm_t comm = nullptr;
   mixcclResult_t r = mixcclCommInitRankConfig(&comm, size, id, rank, &cfg);
   if (!blocking && r == mixcclInProgress) r = mixcclSuccess;

@@ -23,9 +23,12 @@ class Comm {
   // and publishes it under key; the others wait for it (bounded by timeout), then all init.
   // blocking false: the init goes on in the background (config.blocking = 0); waitReady()
   // before the first call, and rank 0 then removes the key (the caller's business).
+  // connect: config.connect ("lazy": pairs on first use whatever MIXCCL_CONNECT; nullptr: as
+  // MIXCCL_CONNECT says).
   static std::unique_ptr<Comm> viaStore(c10d::Store& store, const std::string& key, int rank,
                                         int size, std::chrono::milliseconds timeout,
-                                        const std::string& name, bool blocking = true);
+                                        const std::string& name, bool blocking = true,
+                                        const char* connect = nullptr);
   // mixcclCommSplit of parent: every rank of parent calls it; color < 0 leaves this rank out
   // (returns nullptr).
   static std::unique_ptr<Comm> split(Comm& parent, int color, int key,

@@ -60,8 +60,10 @@ P2PEngine::P2PEngine(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
   // A group of one has no peer to talk to.
   if (size_ > 1)
     for (int d = 0; d < kDirections; ++d)
+      // Lazily connected whatever MIXCCL_CONNECT says: a group that never sends holds no pair,
+      // one that does only the pairs it uses (as the lanes, formed on first use, did).
       directions_[d].comm = Comm::viaStore(*store_, kStoreKey + std::to_string(d), rank_, size_,
-                                           timeout_, "torch-p2p", /*blocking=*/false);
+                                           timeout_, "torch-p2p", /*blocking=*/false, "lazy");
 }
 
 P2PEngine::~P2PEngine() {
