@@ -504,12 +504,14 @@ class TestMixcclOps(MixcclTestCase):
         backend = self.mixccl_backend()
         self.assertEqual(backend.p2p_comm_count(), 2)  # one per direction, whatever the tags
         # Their pairs connect on first use (config.connect, whatever MIXCCL_CONNECT says: at
-        # these sizes it would connect every pair at init): rank 0 talked to every rank both
-        # ways, the others to rank 0, in each direction's communicator.
+        # these sizes it would connect every pair at init; init's own partners connect during
+        # init either way): rank 0 talked to every rank both ways, the others to rank 0, and in
+        # each direction's communicator each of those pairs has its transport.
         for direction in (0, 1):
             self.assertEqual(backend.p2p_inspect("connect", direction), "lazy")
             self.assertEqual(backend.p2p_inspect("connect_why", direction), "config.connect=lazy")
-            self.assertEqual(backend.p2p_inspect("connected_peers", direction), str(len(peers)))
+            for p in peers:
+                self.assertNotEqual(backend.p2p_inspect(f"transport.{p}", direction), "")
         with self.assertRaisesRegex(RuntimeError, r"mixccl: direction must be 0 \(to higher "
                                     r"ranks\) or 1 \(to lower ranks\), not 2"):
             backend.p2p_inspect("connect", 2)
