@@ -258,14 +258,8 @@ void Proxy::complete(TransportRequest* r, Result result) {
   r->result = result;
   r->state.store(result == mixcclSuccess ? TransportRequest::Done : TransportRequest::Failed,
                  std::memory_order_release);
-  // A waiter parked behind another thread's progress (awaitDriver) may be waiting for r. The
-  // fence orders the store above before the look at parked_ (awaitDriver counts itself first,
-  // then looks at the state): one of the two sees the other.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (parked_.load(std::memory_order_relaxed) > 0) {
-    std::lock_guard<std::mutex> lock(parkMutex_);
-    parkCv_.notify_all();
-  }
+  // A waiter parked behind another thread's progress (awaitDriver) may be waiting for r.
+  wakeParked();
 }
 
 void Proxy::stopThread() {

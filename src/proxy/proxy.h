@@ -124,6 +124,8 @@ class Proxy : private TransportEvents {
   void awaitDriver(TransportRequest* r, const Deadline& deadline,
                    std::unique_lock<std::mutex>& lock);
   void handOver();
+  // Wakes the parked waiters, if any (after a request finished or the driver left).
+  void wakeParked();
   void drainIncoming();
   void failEverything();
   void pumpControl(int peer);

@@ -42,8 +42,8 @@ void Proxy::awaitDriver(TransportRequest* r, const Deadline& deadline,
       });
       parked_.fetch_sub(1);
     }
-    if (r->stateNow() != TransportRequest::Pending) return;
-    if (lock.try_lock()) return;
+    if (r->stateNow() != TransportRequest::Pending) break;
+    if (lock.try_lock()) break;
     if (!driving_.load()) sched_yield();
     // The driver only watches its own deadline: it fails the communicator for this one too.
     if (!overdueAsked && deadline.expired()) {
@@ -52,8 +52,8 @@ void Proxy::awaitDriver(TransportRequest* r, const Deadline& deadline,
       wake();
     }
   }
-  // Finished before the driver looked: the mark must not outlive r (its memory may be reused
-  // by a later request).
+  // Finished before the driver looked, or this thread drives now: the mark must not outlive r
+  // (its memory may be reused by a later request).
   if (overdueAsked) {
     TransportRequest* mine = r;
     overdue_.compare_exchange_strong(mine, nullptr);
@@ -63,6 +63,13 @@ void Proxy::awaitDriver(TransportRequest* r, const Deadline& deadline,
 // The driver leaves: a parked waiter whose request is not finished takes over.
 void Proxy::handOver() {
   driving_.store(false);
+  wakeParked();
+}
+
+void Proxy::wakeParked() {
+  // The fence orders the caller's store (a request's state, driving_) before the look at
+  // parked_, and awaitDriver counts itself before it looks at them: one of the two sees the
+  // other, so no wake-up is lost.
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (parked_.load(std::memory_order_relaxed) > 0) {
     std::lock_guard<std::mutex> lock(parkMutex_);

@@ -17,7 +17,8 @@ struct Header {
   uint64_t bytes;
 };
 constexpr uint32_t kMagic = 0x6d703270;  // "mp2p"
-const std::string kStoreKey = "mixccl/p2p-uid-";
+// Where rank 0 publishes the unique id of direction d's communicator.
+std::string storeKey(int d) { return "mixccl/p2p-uid-" + std::to_string(d); }
 
 std::exception_ptr backendError(const std::string& msg) {
   try {
@@ -62,8 +63,8 @@ P2PEngine::P2PEngine(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
     for (int d = 0; d < kDirections; ++d)
       // Lazily connected whatever MIXCCL_CONNECT says: a group that never sends holds no pair,
       // one that does only the pairs it uses (as the lanes, formed on first use, did).
-      directions_[d].comm = Comm::viaStore(*store_, kStoreKey + std::to_string(d), rank_, size_,
-                                           timeout_, "torch-p2p", /*blocking=*/false, "lazy");
+      directions_[d].comm = Comm::viaStore(*store_, storeKey(d), rank_, size_, timeout_,
+                                           "torch-p2p", /*blocking=*/false, "lazy");
 }
 
 P2PEngine::~P2PEngine() {
@@ -88,22 +89,17 @@ P2PEngine::~P2PEngine() {
     aborted = aborted_;
   }
   // Not when the group has failed (a peer died: the init may never end), and never past the
-  // group's timeout.
+  // group's timeout. Rank 0 then removes the id, if ready() has not, so that a later group on
+  // the same store cannot find it.
   for (int i = 0; i < kDirections; ++i) {
     Direction& d = directions_[i];
-    if (d.comm && !aborted && !d.ready.load()) {
+    if (d.comm && !d.ready.load()) {
       try {
-        if (d.comm->waitReady(timeout_, [this] { return group_ && !group_->healthy(); })) {
-          if (rank_ == 0) store_->deleteKey(kStoreKey + std::to_string(i));
-          d.ready.store(true);
-        }
+        if (!aborted) d.comm->waitReady(timeout_, [this] { return group_ && !group_->healthy(); });
       } catch (...) {
       }
-    }
-    // Otherwise the id is removed here, so that a later group on the same store cannot find it.
-    if (rank_ == 0 && d.comm && !d.ready.load()) {
       try {
-        store_->deleteKey(kStoreKey + std::to_string(i));
+        if (rank_ == 0) store_->deleteKey(storeKey(i));
       } catch (...) {
       }
     }
@@ -123,7 +119,7 @@ Comm& P2PEngine::ready(Direction& d, int index) {
   std::lock_guard<std::mutex> lock(d.readyMutex);
   if (!d.ready.load()) {
     d.comm->waitReady(timeout_);
-    if (rank_ == 0) store_->deleteKey(kStoreKey + std::to_string(index));
+    if (rank_ == 0) store_->deleteKey(storeKey(index));
     d.ready.store(true);
   }
   return *d.comm;
