@@ -82,11 +82,4 @@ P2PInbox::Kept P2PInbox::takeKept(PendingRecv& r, at::Tensor* payload, int* from
   return Kept::Taken;
 }
 
-size_t P2PInbox::keptCount() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  size_t n = 0;
-  for (auto& entry : kept_) n += entry.second.size();
-  return n;
-}
-
 }  // namespace mixccl_torch

@@ -51,8 +51,6 @@ class P2PInbox {
   // (or r was claimed meanwhile).
   enum class Kept { None, Taken, Mismatch };
   Kept takeKept(PendingRecv& r, at::Tensor* payload, int* from, size_t* bytes);
-  // Messages kept now (tests, messages).
-  size_t keptCount();
 
  private:
   using Queue = std::deque<std::shared_ptr<PendingRecv>>;
